@@ -1,0 +1,273 @@
+"""Config definitions: the keys a plugin accepts, with type, default, docs and validators.
+
+Modelled on Kafka's ``ConfigDef`` so that ``/connector-plugins/{p}/config`` and
+``.../config/validate`` can describe any plugin. A plugin declares its keys once::
+
+    CONFIG_DEF = (
+        ConfigDef()
+        .define("file", Type.STRING, None, Importance.HIGH, "Source filename.")
+        .define("batch.size", Type.INT, 2000, Importance.LOW, "Records per poll.",
+                validator=at_least(1))
+    )
+    parsed = CONFIG_DEF.parse(props)    # raises ConfigException naming the key
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from worker.api.exceptions import ConfigException
+
+NO_DEFAULT: Any = object()
+"""Marker for a required key (Kafka's ``ConfigDef.NO_DEFAULT_VALUE``)."""
+
+Validator = Callable[[str, Any], None]
+"""Called with (name, parsed value); raises ConfigException when the value is invalid."""
+
+
+class Type(str, Enum):
+    BOOLEAN = "BOOLEAN"
+    STRING = "STRING"
+    INT = "INT"
+    SHORT = "SHORT"
+    LONG = "LONG"
+    DOUBLE = "DOUBLE"
+    LIST = "LIST"
+    CLASS = "CLASS"
+    PASSWORD = "PASSWORD"
+
+
+class Importance(str, Enum):
+    HIGH = "HIGH"
+    MEDIUM = "MEDIUM"
+    LOW = "LOW"
+
+
+class Width(str, Enum):
+    NONE = "NONE"
+    SHORT = "SHORT"
+    MEDIUM = "MEDIUM"
+    LONG = "LONG"
+
+
+class Password(str):
+    """A password value; its ``repr`` and ``str`` never show the secret."""
+
+    def __repr__(self) -> str:
+        return "[hidden]"
+
+    def __str__(self) -> str:
+        return "[hidden]"
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+
+_INT_RANGES = {Type.SHORT: (-(2**15), 2**15 - 1), Type.INT: (-(2**31), 2**31 - 1),
+               Type.LONG: (-(2**63), 2**63 - 1)}
+
+
+def parse_type(name: str, value: Any, type_: Type) -> Any:
+    """Convert a raw (usually string) value to ``type_``; raise ConfigException if it can't."""
+    if value is None:
+        return None
+    try:
+        if type_ is Type.BOOLEAN:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("true", "false"):
+                return text == "true"
+            raise ConfigException(name, value, "Expected value to be either true or false")
+        if type_ in (Type.STRING, Type.CLASS):
+            return value.strip() if isinstance(value, str) else str(value)
+        if type_ is Type.PASSWORD:
+            return Password(value)
+        if type_ in _INT_RANGES:
+            if isinstance(value, bool):
+                raise ValueError
+            number = int(str(value).strip())
+            low, high = _INT_RANGES[type_]
+            if not low <= number <= high:
+                raise ConfigException(name, value, f"Not a number of type {type_.value}")
+            return number
+        if type_ is Type.DOUBLE:
+            return float(str(value).strip())
+        if type_ is Type.LIST:
+            if isinstance(value, list | tuple):
+                return [str(v).strip() for v in value]
+            text = str(value).strip()
+            return [part.strip() for part in text.split(",")] if text else []
+    except ConfigException:
+        raise
+    except (TypeError, ValueError):
+        raise ConfigException(name, value, f"Not a number of type {type_.value}") from None
+    raise ConfigException(name, value, f"Unknown type {type_}")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One key of a ConfigDef."""
+
+    name: str
+    type: Type
+    default: Any
+    importance: Importance
+    documentation: str
+    validator: Validator | None = None
+    group: str | None = None
+    order_in_group: int = -1
+    width: Width = Width.NONE
+    display_name: str | None = None
+    dependents: tuple[str, ...] = ()
+
+    @property
+    def required(self) -> bool:
+        return self.default is NO_DEFAULT
+
+    @property
+    def default_string(self) -> str | None:
+        """The default as Kafka renders it in ``ConfigKeyInfo.default_value``."""
+        if self.default is NO_DEFAULT or self.default is None:
+            return None
+        if self.type is Type.LIST:
+            return ",".join(self.default)
+        if self.type is Type.BOOLEAN:
+            return "true" if self.default else "false"
+        return str(self.default)
+
+
+@dataclass
+class ConfigValue:
+    """The outcome of validating one key: its value, recommended values and errors."""
+
+    name: str
+    value: Any = None
+    recommended_values: list[Any] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    visible: bool = True
+
+
+class ConfigDef:
+    """An ordered set of ConfigKeys."""
+
+    def __init__(self, keys: Mapping[str, ConfigKey] | None = None) -> None:
+        self._keys: dict[str, ConfigKey] = dict(keys or {})
+
+    def define(
+        self,
+        name: str,
+        type_: Type,
+        default: Any,
+        importance: Importance,
+        documentation: str,
+        *,
+        validator: Validator | None = None,
+        group: str | None = None,
+        order_in_group: int = -1,
+        width: Width = Width.NONE,
+        display_name: str | None = None,
+        dependents: tuple[str, ...] = (),
+    ) -> ConfigDef:
+        if name in self._keys:
+            raise ValueError(f"Configuration {name} is defined twice.")
+        if default is not NO_DEFAULT and default is not None:
+            default = parse_type(name, default, type_)
+        self._keys[name] = ConfigKey(name, type_, default, importance, documentation, validator,
+                                     group, order_in_group, width, display_name or name,
+                                     dependents)
+        return self
+
+    def merge(self, other: ConfigDef) -> ConfigDef:
+        """A new ConfigDef with this one's keys then ``other``'s (``other`` wins on clashes)."""
+        return ConfigDef({**self._keys, **other._keys})
+
+    @property
+    def keys(self) -> dict[str, ConfigKey]:
+        return dict(self._keys)
+
+    def names(self) -> list[str]:
+        return list(self._keys)
+
+    def parse(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """Parse and validate ``props``; raise ConfigException for the first bad key.
+
+        Keys not defined here are passed through unchanged, as plugins may read extra keys.
+        """
+        parsed: dict[str, Any] = {k: v for k, v in props.items() if k not in self._keys}
+        for key in self._keys.values():
+            parsed[key.name] = self._parse_key(key, props)
+        return parsed
+
+    def validate(self, props: Mapping[str, Any]) -> dict[str, ConfigValue]:
+        """Validate every key, collecting errors instead of raising."""
+        results: dict[str, ConfigValue] = {}
+        for key in self._keys.values():
+            outcome = ConfigValue(key.name, props.get(key.name))
+            try:
+                outcome.value = self._parse_key(key, props)
+            except ConfigException as exc:
+                outcome.errors.append(str(exc))
+            results[key.name] = outcome
+        return results
+
+    @staticmethod
+    def _parse_key(key: ConfigKey, props: Mapping[str, Any]) -> Any:
+        if key.name in props:
+            value = parse_type(key.name, props[key.name], key.type)
+        elif key.required:
+            raise ConfigException(key.name, None,
+                                  f'Missing required configuration "{key.name}" '
+                                  "which has no default value.")
+        else:
+            value = key.default
+        if key.validator is not None and value is not None:
+            key.validator(key.name, value)
+        return value
+
+
+# --- validators -------------------------------------------------------------------------
+
+def at_least(minimum: float) -> Validator:
+    def check(name: str, value: Any) -> None:
+        if value < minimum:
+            raise ConfigException(name, value, f"Value must be at least {minimum}")
+    return check
+
+
+def in_range(minimum: float, maximum: float) -> Validator:
+    def check(name: str, value: Any) -> None:
+        if not minimum <= value <= maximum:
+            raise ConfigException(name, value,
+                                  f"Value must be no less than {minimum} and no more than {maximum}")
+    return check
+
+
+def one_of(*allowed: str, case_sensitive: bool = False) -> Validator:
+    def check(name: str, value: Any) -> None:
+        candidates = allowed if case_sensitive else [a.lower() for a in allowed]
+        probe = value if case_sensitive else str(value).lower()
+        if probe not in candidates:
+            raise ConfigException(name, value, f"String must be one of: {', '.join(allowed)}")
+    return check
+
+
+def non_empty_string() -> Validator:
+    def check(name: str, value: Any) -> None:
+        if not str(value).strip():
+            raise ConfigException(name, value, "String may not be empty")
+    return check
+
+
+def valid_regex() -> Validator:
+    def check(name: str, value: Any) -> None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ConfigException(name, value, f"Invalid regular expression: {exc}") from None
+    return check

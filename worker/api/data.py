@@ -1,0 +1,100 @@
+"""Connect's data model: optional schemas for record keys and values.
+
+Python connectors may ignore schemas entirely (schema ``None`` = schemaless, like
+Kafka's ``schemas.enable=false``). Where a schema is given, it follows Kafka Connect's
+types so ``JsonConverter`` can write and read the ``{"schema", "payload"}`` envelope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class SchemaType(str, Enum):
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    INT64 = "int64"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+    BOOLEAN = "boolean"
+    STRING = "string"
+    BYTES = "bytes"
+    ARRAY = "array"
+    MAP = "map"
+    STRUCT = "struct"
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    index: int
+    schema: Schema
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A Connect schema. Build structs with :func:`struct_schema`."""
+
+    type: SchemaType
+    optional: bool = False
+    default: Any = None
+    name: str | None = None
+    version: int | None = None
+    doc: str | None = None
+    parameters: dict[str, str] | None = None
+    fields: tuple[Field, ...] = ()
+    key_schema: Schema | None = None
+    value_schema: Schema | None = None
+
+    def field(self, name: str) -> Field | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+
+def struct_schema(name: str | None = None, optional: bool = False,
+                  **fields: Schema) -> Schema:
+    """A STRUCT schema with ``fields`` in the given order."""
+    return Schema(SchemaType.STRUCT, optional=optional, name=name,
+                  fields=tuple(Field(n, i, s) for i, (n, s) in enumerate(fields.items())))
+
+
+def primitive(type_: SchemaType, optional: bool = False) -> Schema:
+    return Schema(type_, optional=optional)
+
+
+STRING_SCHEMA = Schema(SchemaType.STRING)
+OPTIONAL_STRING_SCHEMA = Schema(SchemaType.STRING, optional=True)
+BYTES_SCHEMA = Schema(SchemaType.BYTES)
+OPTIONAL_BYTES_SCHEMA = Schema(SchemaType.BYTES, optional=True)
+INT64_SCHEMA = Schema(SchemaType.INT64)
+INT32_SCHEMA = Schema(SchemaType.INT32)
+BOOLEAN_SCHEMA = Schema(SchemaType.BOOLEAN)
+FLOAT64_SCHEMA = Schema(SchemaType.FLOAT64)
+
+
+@dataclass
+class Struct:
+    """A value of a STRUCT schema; fields are read and written by name."""
+
+    schema: Schema
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str) -> Any:
+        return self.values.get(name)
+
+    def put(self, name: str, value: Any) -> Struct:
+        if self.schema.field(name) is None:
+            raise KeyError(f"{name} is not a valid field name")
+        self.values[name] = value
+        return self
+
+
+@dataclass(frozen=True)
+class SchemaAndValue:
+    schema: Schema | None
+    value: Any
+
+
+NULL = SchemaAndValue(None, None)

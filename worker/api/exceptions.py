@@ -1,0 +1,31 @@
+"""Exceptions that connector authors raise and catch (Kafka's ``connect.errors``)."""
+
+from __future__ import annotations
+
+
+class ConnectException(Exception):
+    """A connector, task, converter or transformation failed."""
+
+
+class RetriableException(ConnectException):
+    """A transient failure: the runtime retries the operation instead of failing the task."""
+
+
+class DataException(ConnectException):
+    """A record could not be converted or transformed."""
+
+
+class ConfigException(ConnectException, ValueError):
+    """A config value is missing or invalid; ``name`` is the offending key."""
+
+    def __init__(self, name: str, value: object = None, message: str | None = None) -> None:
+        self.name = name
+        self.value = value
+        self.reason = message or "Invalid value"
+        shown = "[hidden]" if _looks_secret(name) else value
+        super().__init__(f"Invalid value {shown} for configuration {name}: {self.reason}")
+
+
+def _looks_secret(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in ("password", "secret", "token", "credentials"))

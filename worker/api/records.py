@@ -1,0 +1,96 @@
+"""Records flowing through the runtime.
+
+``SourceRecord`` is what a SourceTask returns from ``poll()``; ``SinkRecord`` is what a
+SinkTask receives in ``put()``. Both are plain ``__slots__`` classes (not dataclasses) because
+they are created once per record on the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from worker.api.data import Schema
+
+Header = tuple[str, Any]
+"""A header: (key, value). Values are converted by the header converter (bytes pass through)."""
+
+
+class ConnectRecord:
+    __slots__ = ("topic", "kafka_partition", "key_schema", "key", "value_schema", "value",
+                 "timestamp", "headers")
+
+    def __init__(self, topic: str, kafka_partition: int | None, key_schema: Schema | None,
+                 key: Any, value_schema: Schema | None, value: Any,
+                 timestamp: int | None = None, headers: Iterable[Header] | None = None) -> None:
+        self.topic = topic
+        self.kafka_partition = kafka_partition
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.timestamp = timestamp
+        self.headers: list[Header] = list(headers) if headers else []
+
+    def _fields(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for cls in type(self).__mro__
+                for name in getattr(cls, "__slots__", ())}
+
+    def new_record(self, **changes: Any) -> ConnectRecord:
+        """A copy with ``changes`` applied (what transformations return)."""
+        fields = self._fields()
+        fields.update(changes)
+        return type(self)(**fields)
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self._fields().items())
+        return f"{type(self).__name__}({shown})"
+
+
+class SourceRecord(ConnectRecord):
+    """A record produced by a source task.
+
+    ``source_partition`` (e.g. ``{"filename": "a.txt"}``) and ``source_offset``
+    (e.g. ``{"position": 42}``) are JSON-compatible dicts; the runtime commits the offset
+    once Kafka acknowledged the record.
+    """
+
+    __slots__ = ("source_partition", "source_offset")
+
+    def __init__(self, source_partition: Mapping[str, Any] | None,
+                 source_offset: Mapping[str, Any] | None, topic: str,
+                 kafka_partition: int | None = None, key_schema: Schema | None = None,
+                 key: Any = None, value_schema: Schema | None = None, value: Any = None,
+                 timestamp: int | None = None, headers: Iterable[Header] | None = None) -> None:
+        ConnectRecord.__init__(self, topic, kafka_partition, key_schema, key, value_schema,
+                               value, timestamp, headers)
+        self.source_partition = source_partition
+        self.source_offset = source_offset
+
+
+class SinkRecord(ConnectRecord):
+    """A record consumed from Kafka, with its Kafka coordinates."""
+
+    __slots__ = ("kafka_offset", "timestamp_type", "original_topic", "original_kafka_partition",
+                 "original_kafka_offset")
+
+    def __init__(self, topic: str, kafka_partition: int | None, key_schema: Schema | None,
+                 key: Any, value_schema: Schema | None, value: Any, kafka_offset: int,
+                 timestamp: int | None = None, timestamp_type: str = "CreateTime",
+                 headers: Iterable[Header] | None = None, original_topic: str | None = None,
+                 original_kafka_partition: int | None = None,
+                 original_kafka_offset: int | None = None) -> None:
+        ConnectRecord.__init__(self, topic, kafka_partition, key_schema, key, value_schema,
+                               value, timestamp, headers)
+        self.kafka_offset = kafka_offset
+        self.timestamp_type = timestamp_type
+        # Transformations may rename the topic; offsets are committed for the original.
+        self.original_topic = original_topic if original_topic is not None else topic
+        self.original_kafka_partition = (original_kafka_partition
+                                         if original_kafka_partition is not None
+                                         else kafka_partition)
+        self.original_kafka_offset = (original_kafka_offset if original_kafka_offset is not None
+                                      else kafka_offset)

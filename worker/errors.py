@@ -1,0 +1,92 @@
+"""Domain errors of the worker, in one hierarchy.
+
+REST maps these to ``{"error_code", "message"}`` responses in exactly one place
+(``worker.rest.errors``); nothing else turns them into HTTP. Adapters translate
+third-party exceptions (``KafkaException``, ``SQLAlchemyError``, ...) into these with
+``raise ... from exc`` so the cause is kept.
+
+::
+
+    ConnectError                      500  base; any unexpected worker failure
+    ├── NotFoundError                 404  unknown connector, task or plugin
+    │   └── PluginNotFoundError       404  no plugin matches a class name or alias
+    ├── AlreadyExistsError            409  duplicate create
+    ├── BadRequestError               400  malformed or invalid input
+    │   └── ConfigValidationError     400  a config failed validation (carries the errors)
+    ├── ConflictError                 409  the request races a rebalance / another write
+    ├── ForbiddenError                403  a setting forbids the operation
+    ├── NotLeaderError                409  a write reached a follower (distributed mode)
+    ├── StorageError                  500  a backing store failed
+    └── ConfigError                   ---  a worker/connector property is invalid at startup
+"""
+
+from __future__ import annotations
+
+
+class ConnectError(Exception):
+    """Base of every domain error; HTTP 500 at the REST edge."""
+
+    status_code = 500
+
+
+class NotFoundError(ConnectError):
+    """The named connector, task or plugin does not exist."""
+
+    status_code = 404
+
+
+class PluginNotFoundError(NotFoundError):
+    """No installed plugin matches the class name or alias."""
+
+
+class AlreadyExistsError(ConnectError):
+    """A connector with that name already exists."""
+
+    status_code = 409
+
+
+class BadRequestError(ConnectError):
+    """The request is malformed or violates a rule of the API."""
+
+    status_code = 400
+
+
+class ConfigValidationError(BadRequestError):
+    """A connector config failed validation.
+
+    ``errors`` maps each offending config key to its error messages.
+    """
+
+    def __init__(self, message: str, errors: dict[str, list[str]] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or {}
+
+
+class ConflictError(ConnectError):
+    """The operation conflicts with the worker's current state (e.g. a rebalance)."""
+
+    status_code = 409
+
+
+class ForbiddenError(ConnectError):
+    """A worker setting forbids this operation."""
+
+    status_code = 403
+
+
+class NotLeaderError(ConflictError):
+    """A write reached a worker that is not the leader and could not be forwarded."""
+
+
+class StorageError(ConnectError):
+    """A backing store (SQL, Kafka) failed; the original error is the ``__cause__``."""
+
+
+class ConfigError(ConnectError):
+    """A worker or connector property is invalid; the message names the key."""
+
+    status_code = 400
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"Invalid value for configuration {key}: {message}")
+        self.key = key

@@ -1,0 +1,129 @@
+"""The Herder: the only API the REST layer calls.
+
+Every method is synchronous and may block on storage; REST calls it from a worker thread,
+never from the event loop. Each method documents the domain errors it raises
+(``worker.errors``); REST maps them to Kafka Connect's status codes in one place.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+
+from worker.herder.models import (
+    ConfigInfos,
+    ConfigKeyInfo,
+    ConnectorInfo,
+    ConnectorStateInfo,
+    Created,
+    PluginInfo,
+    ServerInfo,
+    TaskInfo,
+    TaskState,
+)
+from worker.storage.base import TargetState, TaskId
+
+
+class Herder(ABC):
+    # --- lifecycle ---------------------------------------------------------------------
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start stores and the worker; start every stored connector in its target state."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop all connectors and tasks (bounded by the graceful shutdown timeout)."""
+
+    @abstractmethod
+    def server_info(self) -> ServerInfo:
+        """Version, commit and Kafka cluster id for ``GET /``."""
+
+    # --- reads -------------------------------------------------------------------------
+
+    @abstractmethod
+    def connectors(self) -> list[str]:
+        """Names of all connectors, sorted."""
+
+    @abstractmethod
+    def connector_info(self, name: str) -> ConnectorInfo:
+        """Raises NotFoundError."""
+
+    @abstractmethod
+    def connector_config(self, name: str) -> dict[str, str]:
+        """Raises NotFoundError."""
+
+    @abstractmethod
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        """Raises NotFoundError."""
+
+    @abstractmethod
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        """Raises NotFoundError."""
+
+    @abstractmethod
+    def task_status(self, task: TaskId) -> TaskState:
+        """Raises NotFoundError (unknown connector or task)."""
+
+    # --- writes ------------------------------------------------------------------------
+
+    @abstractmethod
+    def put_connector_config(self, name: str, config: Mapping[str, str], *,
+                             allow_replace: bool,
+                             initial_state: TargetState | None = None) -> Created:
+        """Create (or, with ``allow_replace``, replace) a connector after full validation.
+
+        Raises AlreadyExistsError (exists and not ``allow_replace``), BadRequestError /
+        ConfigValidationError (invalid config; nothing is stored).
+        """
+
+    @abstractmethod
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
+                               ) -> ConnectorInfo:
+        """Merge ``patch`` into the config (a None value removes the key), then validate.
+
+        Raises NotFoundError, ConfigValidationError.
+        """
+
+    @abstractmethod
+    def delete_connector(self, name: str) -> None:
+        """Stop and remove a connector, its tasks, statuses and topics. Raises NotFoundError."""
+
+    @abstractmethod
+    def restart_connector(self, name: str, *, include_tasks: bool = False,
+                          only_failed: bool = False) -> ConnectorStateInfo | None:
+        """Restart the connector (and, per the flags, tasks).
+
+        Returns None for the plain restart (REST answers 204), else the state right after
+        the restart was requested (REST answers 202). Raises NotFoundError.
+        """
+
+    @abstractmethod
+    def restart_task(self, task: TaskId) -> None:
+        """Raises NotFoundError."""
+
+    @abstractmethod
+    def pause_connector(self, name: str) -> None:
+        """Raises NotFoundError."""
+
+    @abstractmethod
+    def resume_connector(self, name: str) -> None:
+        """Raises NotFoundError."""
+
+    @abstractmethod
+    def stop_connector(self, name: str) -> None:
+        """KIP-875 STOPPED. Raises NotFoundError."""
+
+    # --- plugins -----------------------------------------------------------------------
+
+    @abstractmethod
+    def validate_connector_config(self, config: Mapping[str, str]) -> ConfigInfos:
+        """Validate without storing. Raises BadRequestError (no/unknown connector.class)."""
+
+    @abstractmethod
+    def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
+        """Installed plugins."""
+
+    @abstractmethod
+    def plugin_config(self, plugin: str) -> list[ConfigKeyInfo]:
+        """Config definition of a plugin. Raises NotFoundError."""

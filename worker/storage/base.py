@@ -1,0 +1,187 @@
+"""Storage ABCs: connector configs (+ target states), source offsets, statuses.
+
+Three implementations share one contract suite (``tests/unit/worker/storage``): ``memory``,
+``sql`` (SQLAlchemy; the standalone default) and, in distributed mode, ``kafka``
+(compacted topics in Apache Kafka Connect's record formats). Implementations translate
+their library's errors into ``worker.errors.StorageError``.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, NamedTuple
+
+
+class TargetState(str, Enum):
+    """What the user asked a connector to be (KIP-875 adds STOPPED)."""
+
+    STARTED = "STARTED"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+
+
+class State(str, Enum):
+    """What a connector or task actually is, as reported in its status."""
+
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    FAILED = "FAILED"
+    RESTARTING = "RESTARTING"
+    STOPPED = "STOPPED"
+    DESTROYED = "DESTROYED"
+
+
+class TaskId(NamedTuple):
+    connector: str
+    task: int
+
+
+@dataclass(frozen=True)
+class ConnectorStatus:
+    connector: str
+    state: State
+    worker_id: str
+    generation: int = 0
+    trace: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    id: TaskId
+    state: State
+    worker_id: str
+    generation: int = 0
+    trace: str | None = None
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    """KIP-558: a topic a connector's task produced to or consumed from."""
+
+    topic: str
+    connector: str
+    task: int
+    discover_timestamp: int = field(default_factory=lambda: int(time.time() * 1000))
+
+
+@dataclass
+class ClusterConfigState:
+    """A consistent snapshot of the config store."""
+
+    connector_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    target_states: dict[str, TargetState] = field(default_factory=dict)
+    task_configs: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+
+    def contains(self, connector: str) -> bool:
+        return connector in self.connector_configs
+
+    def target_state(self, connector: str) -> TargetState:
+        return self.target_states.get(connector, TargetState.STARTED)
+
+    def tasks(self, connector: str) -> list[dict[str, str]]:
+        return self.task_configs.get(connector, [])
+
+
+class ConfigBackingStore(ABC):
+    """Connector configs, task configs and target states."""
+
+    def start(self) -> None:
+        """Open connections / read the store to its end."""
+
+    def stop(self) -> None:
+        """Release resources."""
+
+    @abstractmethod
+    def snapshot(self) -> ClusterConfigState:
+        """A copy of the current state; later writes do not change it."""
+
+    @abstractmethod
+    def put_connector_config(self, connector: str, config: Mapping[str, str],
+                             target_state: TargetState | None = None) -> None:
+        """Create or replace a connector's config; ``target_state`` set it too (on create)."""
+
+    @abstractmethod
+    def remove_connector_config(self, connector: str) -> None:
+        """Remove the connector's config, task configs and target state."""
+
+    @abstractmethod
+    def put_task_configs(self, connector: str, configs: list[Mapping[str, str]]) -> None:
+        """Replace all task configs of a connector (an empty list = no tasks, e.g. STOPPED)."""
+
+    @abstractmethod
+    def put_target_state(self, connector: str, state: TargetState) -> None:
+        """Set a connector's target state."""
+
+
+class OffsetBackingStore(ABC):
+    """Source connector offsets, namespaced by connector name."""
+
+    def start(self) -> None:
+        """Open connections / read the store to its end."""
+
+    def stop(self) -> None:
+        """Release resources."""
+
+    @abstractmethod
+    def get(self, connector: str, partitions: Iterable[Mapping[str, Any]]
+            ) -> dict[str, dict[str, Any]]:
+        """Offsets of the given partitions keyed by ``partition_key``; unknown ones omitted."""
+
+    @abstractmethod
+    def get_all(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Every (partition, offset) pair stored for the connector."""
+
+    @abstractmethod
+    def put(self, connector: str,
+            offsets: Iterable[tuple[Mapping[str, Any], Mapping[str, Any] | None]]) -> None:
+        """Write offsets atomically; an offset of None removes that partition (reset)."""
+
+
+class StatusBackingStore(ABC):
+    """Connector, task and active-topic statuses."""
+
+    def start(self) -> None:
+        """Open connections / read the store to its end."""
+
+    def stop(self) -> None:
+        """Release resources."""
+
+    @abstractmethod
+    def put_connector(self, status: ConnectorStatus) -> None: ...
+
+    @abstractmethod
+    def put_task(self, status: TaskStatus) -> None: ...
+
+    @abstractmethod
+    def get_connector(self, connector: str) -> ConnectorStatus | None: ...
+
+    @abstractmethod
+    def get_task(self, task: TaskId) -> TaskStatus | None: ...
+
+    @abstractmethod
+    def get_tasks(self, connector: str) -> list[TaskStatus]:
+        """Statuses of the connector's tasks, ordered by task number."""
+
+    @abstractmethod
+    def delete_connector(self, connector: str) -> None:
+        """Forget the connector's status and all its task statuses."""
+
+    @abstractmethod
+    def delete_task(self, task: TaskId) -> None: ...
+
+    @abstractmethod
+    def put_topic(self, status: TopicStatus) -> None:
+        """Record an active topic; a topic already recorded for the connector is kept."""
+
+    @abstractmethod
+    def get_topics(self, connector: str) -> list[TopicStatus]:
+        """Active topics of the connector, ordered by topic name."""
+
+    @abstractmethod
+    def delete_topics(self, connector: str) -> None:
+        """Forget every active topic of the connector."""
