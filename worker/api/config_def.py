@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from worker.api.exceptions import ConfigException
@@ -29,7 +29,7 @@ Validator = Callable[[str, Any], None]
 """Called with (name, parsed value); raises ConfigException when the value is invalid."""
 
 
-class Type(str, Enum):
+class Type(StrEnum):
     BOOLEAN = "BOOLEAN"
     STRING = "STRING"
     INT = "INT"
@@ -41,13 +41,13 @@ class Type(str, Enum):
     PASSWORD = "PASSWORD"
 
 
-class Importance(str, Enum):
+class Importance(StrEnum):
     HIGH = "HIGH"
     MEDIUM = "MEDIUM"
     LOW = "LOW"
 
 
-class Width(str, Enum):
+class Width(StrEnum):
     NONE = "NONE"
     SHORT = "SHORT"
     MEDIUM = "MEDIUM"
@@ -243,8 +243,8 @@ def at_least(minimum: float) -> Validator:
 def in_range(minimum: float, maximum: float) -> Validator:
     def check(name: str, value: Any) -> None:
         if not minimum <= value <= maximum:
-            raise ConfigException(name, value,
-                                  f"Value must be no less than {minimum} and no more than {maximum}")
+            raise ConfigException(
+                name, value, f"Value must be no less than {minimum} and no more than {maximum}")
     return check
 
 

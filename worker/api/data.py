@@ -8,11 +8,11 @@ types so ``JsonConverter`` can write and read the ``{"schema", "payload"}`` enve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class SchemaType(str, Enum):
+class SchemaType(StrEnum):
     INT8 = "int8"
     INT16 = "int16"
     INT32 = "int32"

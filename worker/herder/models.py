@@ -7,12 +7,12 @@ The REST layer turns these into the exact JSON shapes of Apache Kafka Connect
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from worker.storage.base import TaskId
 
 
-class ConnectorType(str, Enum):
+class ConnectorType(StrEnum):
     SOURCE = "source"
     SINK = "sink"
     UNKNOWN = "unknown"

@@ -12,11 +12,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, NamedTuple
 
 
-class TargetState(str, Enum):
+class TargetState(StrEnum):
     """What the user asked a connector to be (KIP-875 adds STOPPED)."""
 
     STARTED = "STARTED"
@@ -24,7 +24,7 @@ class TargetState(str, Enum):
     STOPPED = "STOPPED"
 
 
-class State(str, Enum):
+class State(StrEnum):
     """What a connector or task actually is, as reported in its status."""
 
     UNASSIGNED = "UNASSIGNED"

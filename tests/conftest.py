@@ -1,0 +1,236 @@
+"""Suite-wide fixtures: one Kafka for the whole session, admin client, worker processes.
+
+Kafka (``DESIGN.md`` §5), first match wins:
+
+1. ``KAFKA_BOOTSTRAP_SERVERS`` set → that cluster (e.g. Apache Kafka from ``docker/``);
+2. a Docker engine answers → Apache Kafka (KRaft) through testcontainers' Kafka module
+   (image ``$CONNECT_PLANE_KAFKA_IMAGE``, default ``confluentinc/cp-kafka:7.6.0``; the
+   module drives Confluent's image scripts, so it must be a ``cp-kafka`` 7.x image);
+3. otherwise the embedded Tansu broker (:class:`worker.testing.EmbeddedBroker`).
+
+``CONNECT_PLANE_TEST_KAFKA=embedded`` (or ``testcontainers``) forces a choice between 2
+and 3, e.g. to use the fast embedded broker on a machine that has Docker.
+
+Clients in tests use ``session.timeout.ms=6000``: on Tansu a group join waits about
+half the session timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.support import WorkerProcess, WorkerStartError, unique_name, write_properties
+from worker.testing import EmbeddedBroker, free_port
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+
+log = logging.getLogger("tests.kafka")
+
+#: Session timeout for consumer groups in tests (see the module docstring).
+TEST_SESSION_TIMEOUT_MS = 6000
+DEFAULT_KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.0"
+
+
+@dataclass(frozen=True)
+class KafkaCluster:
+    """The Kafka the session runs against.
+
+    ``kind`` is ``"env"`` (``KAFKA_BOOTSTRAP_SERVERS``), ``"testcontainers"`` or
+    ``"embedded"`` (Tansu: see DESIGN §5 for its deviations from Apache Kafka).
+    """
+
+    bootstrap_servers: str
+    kind: str
+
+
+# ---------------------------------------------------------------------------- Kafka
+
+
+def _docker_available(timeout: float = 3.0) -> bool:
+    """True if a Docker engine answers a ping within ``timeout`` seconds."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=int(max(timeout, 1)))
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # no SDK, no socket, no daemon, permission denied, ...
+        return False
+
+
+def _wait_for_metadata(bootstrap: str, timeout: float = 15.0) -> None:
+    """Fail fast with a clear message when ``bootstrap`` does not answer metadata."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": log})
+    try:
+        admin.list_topics(timeout=timeout)
+    except Exception as exc:
+        pytest.fail(f"Kafka at {bootstrap} did not answer a metadata request: {exc}")
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """The session's Kafka: env var, else testcontainers, else embedded Tansu."""
+    env_bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if env_bootstrap:
+        _wait_for_metadata(env_bootstrap)
+        yield KafkaCluster(env_bootstrap, "env")
+        return
+
+    choice = os.environ.get("CONNECT_PLANE_TEST_KAFKA", "auto").strip().lower()
+    if choice not in ("auto", "embedded", "testcontainers"):
+        pytest.fail(f"CONNECT_PLANE_TEST_KAFKA={choice!r}: use auto, embedded or testcontainers")
+    if choice == "testcontainers" or (choice == "auto" and _docker_available()):
+        from testcontainers.community.kafka import KafkaContainer
+
+        image = os.environ.get("CONNECT_PLANE_KAFKA_IMAGE", DEFAULT_KAFKA_IMAGE)
+        container = KafkaContainer(image).with_kraft()
+        try:
+            container.start(timeout=180)
+            bootstrap = container.get_bootstrap_server()
+            _wait_for_metadata(bootstrap, timeout=60.0)
+            yield KafkaCluster(bootstrap, "testcontainers")
+        finally:
+            container.stop()
+        return
+
+    broker = EmbeddedBroker(log_dir=tmp_path_factory.mktemp("tansu"))
+    broker.start()
+    try:
+        yield KafkaCluster(broker.bootstrap_servers, "embedded")
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_cluster: KafkaCluster) -> str:
+    """``bootstrap.servers`` of the session's Kafka."""
+    return kafka_cluster.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def kafka_admin(kafka_bootstrap: str) -> AdminClient:
+    """A confluent-kafka ``AdminClient`` for the session's Kafka (thread-safe, shared)."""
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": kafka_bootstrap, "logger": log})
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
+    """Factory of fresh names: ``unique_topic()`` → ``<test name>-<random>``.
+
+    Topics (and groups, connectors) are never shared between tests or runs, which
+    matters against a long-lived ``KAFKA_BOOTSTRAP_SERVERS`` cluster.
+    """
+
+    def make(prefix: str = "") -> str:
+        return unique_name(prefix or request.node.name)
+
+    return make
+
+
+# ---------------------------------------------------------------------------- workers
+
+StandaloneWorkerFactory = Callable[..., WorkerProcess]
+
+_PORT_CLASH_MARKERS = ("address already in use", "errno 98", "address in use")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Remember each phase's report on the item so finalizers can see test failures."""
+    report = yield
+    setattr(item, f"_report_{report.when}", report)
+    return report
+
+
+def _test_failed(node: pytest.Item | pytest.Collector) -> bool:
+    return any(
+        getattr(getattr(node, f"_report_{when}", None), "failed", False)
+        for when in ("setup", "call")
+    )
+
+
+@pytest.fixture
+def standalone_worker(
+    kafka_bootstrap: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[StandaloneWorkerFactory]:
+    """Factory that starts ``connect-standalone`` workers as subprocesses.
+
+    ``standalone_worker(overrides=None, connector_files=(), *, start=True, env=None,
+    startup_timeout=60.0) -> WorkerProcess``
+
+    Each worker gets its own directory under ``tmp_path`` holding ``worker.properties``,
+    its SQLite state (``connect.db``) and ``worker.log``, and a free REST port. The base
+    properties are ``bootstrap.servers``, ``listeners``, ``storage.sql.url``,
+    ``offset.flush.interval.ms=1000`` and ``consumer.session.timeout.ms=6000``;
+    ``overrides`` replace or add keys (a value of ``None`` removes a key). Every worker is
+    stopped when the test ends; the log tails of a failed test's workers are printed.
+    """
+    workers: list[WorkerProcess] = []
+
+    def make(
+        overrides: Mapping[str, object | None] | None = None,
+        connector_files: Sequence[Path] = (),
+        *,
+        start: bool = True,
+        env: Mapping[str, str] | None = None,
+        startup_timeout: float = 60.0,
+    ) -> WorkerProcess:
+        workdir = tmp_path / f"worker-{len(workers) + 1}"
+        workdir.mkdir()
+        # A port picked by free_port() can be taken before the worker binds it: retry.
+        for attempt in range(3):
+            port = free_port()
+            props: dict[str, object | None] = {
+                "bootstrap.servers": kafka_bootstrap,
+                "listeners": f"http://127.0.0.1:{port}",
+                "storage.sql.url": f"sqlite:///{workdir / 'connect.db'}",
+                "offset.flush.interval.ms": 1000,
+                "consumer.session.timeout.ms": TEST_SESSION_TIMEOUT_MS,
+                **(overrides or {}),
+            }
+            props_file = write_properties(
+                workdir / "worker.properties",
+                {k: v for k, v in props.items() if v is not None},
+            )
+            worker = WorkerProcess(
+                props_file,
+                connector_files,
+                url=f"http://127.0.0.1:{port}",
+                log_path=workdir / "worker.log",
+                startup_timeout=startup_timeout,
+                env=env,
+            )
+            workers.append(worker)
+            if not start:
+                return worker
+            try:
+                return worker.start()
+            except WorkerStartError as exc:
+                clash = any(m in str(exc).lower() for m in _PORT_CLASH_MARKERS)
+                if not clash or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    yield make
+
+    failed = _test_failed(request.node)
+    for worker in reversed(workers):
+        if failed:
+            print(f"\n----- {worker!r}: tail of {worker.log_path} -----\n{worker.log_tail(80)}")
+        worker.close()

@@ -1,0 +1,215 @@
+"""An in-memory Herder and a TestClient over ``create_app`` for the REST unit tests.
+
+``FakeHerder`` follows the Herder contract (errors, messages) closely enough to exercise
+every route, and records the calls REST makes so tests can check what was passed down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from worker.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    ConfigValidationError,
+    NotFoundError,
+)
+from worker.herder.base import Herder, TargetState, TaskId
+from worker.herder.models import (
+    AbstractState,
+    ConfigInfo,
+    ConfigInfos,
+    ConfigKeyInfo,
+    ConfigValueInfo,
+    ConnectorInfo,
+    ConnectorStateInfo,
+    ConnectorType,
+    Created,
+    PluginInfo,
+    ServerInfo,
+    TaskInfo,
+    TaskState,
+)
+from worker.rest.app import create_app
+
+WORKER_ID = "127.0.0.1:8083"
+_STATE_OF = {TargetState.STARTED: "RUNNING", TargetState.PAUSED: "PAUSED",
+             TargetState.STOPPED: "STOPPED"}
+
+NAME_KEY = ConfigKeyInfo("name", "STRING", True, None, "HIGH", "Connector name", "Common",
+                         1, "MEDIUM", "Connector name", [])
+PLUGINS = [
+    PluginInfo("org.apache.kafka.connect.file.FileStreamSinkConnector", "sink", "4.0.0",
+               ["FileStreamSink"]),
+    PluginInfo("org.apache.kafka.connect.file.FileStreamSourceConnector", "source", "4.0.0"),
+    PluginInfo("org.apache.kafka.connect.json.JsonConverter", "converter", "undefined"),
+]
+
+
+class FakeHerder(Herder):
+    """Connectors in a dict; one task per connector unless ``tasks.max`` says otherwise."""
+
+    def __init__(self) -> None:
+        self.configs: dict[str, dict[str, str]] = {}
+        self.targets: dict[str, TargetState] = {}
+        self.traces: dict[TaskId, str] = {}
+        self.calls: list[tuple[Any, ...]] = []
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def add(self, name: str, **config: str) -> None:
+        """Create a connector directly, bypassing REST."""
+        self.configs[name] = {"connector.class": "FileStreamSource", "name": name, **config}
+        self.targets[name] = TargetState.STARTED
+
+    def _require(self, name: str) -> dict[str, str]:
+        if name not in self.configs:
+            raise NotFoundError(f"Connector {name} not found")
+        return self.configs[name]
+
+    def _tasks(self, name: str) -> list[TaskId]:
+        return [TaskId(name, n) for n in range(int(self.configs[name].get("tasks.max", "1")))]
+
+    def _type(self, name: str) -> ConnectorType:
+        sink = "Sink" in self.configs[name].get("connector.class", "")
+        return ConnectorType.SINK if sink else ConnectorType.SOURCE
+
+    # --- Herder --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def server_info(self) -> ServerInfo:
+        return ServerInfo("4.0.0", "0123456789abcdef", "cluster-1")
+
+    def connectors(self) -> list[str]:
+        return sorted(self.configs)
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        config = self._require(name)
+        return ConnectorInfo(name, dict(config), self._tasks(name), self._type(name))
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._require(name))
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        self._require(name)
+        state = _STATE_OF[self.targets[name]]
+        tasks = [self.task_status(task) for task in self._tasks(name)]
+        if self.targets[name] is TargetState.STOPPED:
+            tasks = []
+        return ConnectorStateInfo(name, AbstractState(state, WORKER_ID), tasks,
+                                  self._type(name))
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        config = self._require(name)
+        return [TaskInfo(task, {"task.class": "FileStreamSourceTask", **config})
+                for task in self._tasks(name)]
+
+    def task_status(self, task: TaskId) -> TaskState:
+        if task.connector not in self.configs or task not in self._tasks(task.connector):
+            raise NotFoundError(f"No status found for task {task.connector}-{task.task}")
+        trace = self.traces.get(task)
+        state = "FAILED" if trace else _STATE_OF[self.targets[task.connector]]
+        return TaskState(state, WORKER_ID, trace, task.task)
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], *,
+                             allow_replace: bool,
+                             initial_state: TargetState | None = None) -> Created:
+        self.calls.append(("put", name, dict(config), allow_replace, initial_state))
+        if not name:
+            raise ConfigValidationError(
+                "Connector configuration is invalid and contains the following 1 error(s):\n"
+                "Invalid value  for configuration name: String may not be empty\n"
+                "You can also find the above list of errors at the endpoint "
+                "`/connector-plugins/{connectorType}/config/validate`",
+                {"name": ["Invalid value  for configuration name: String may not be empty"]})
+        exists = name in self.configs
+        if exists and not allow_replace:
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        self.configs[name] = dict(config)
+        if not exists:
+            self.targets[name] = initial_state or TargetState.STARTED
+        return Created(not exists, self.connector_info(name))
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
+                               ) -> ConnectorInfo:
+        self.calls.append(("patch", name, dict(patch)))
+        config = self._require(name)
+        for key, value in patch.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
+        return self.connector_info(name)
+
+    def delete_connector(self, name: str) -> None:
+        self._require(name)
+        del self.configs[name], self.targets[name]
+
+    def restart_connector(self, name: str, *, include_tasks: bool = False,
+                          only_failed: bool = False) -> ConnectorStateInfo | None:
+        self.calls.append(("restart", name, include_tasks, only_failed))
+        self._require(name)
+        if not include_tasks and not only_failed:
+            return None
+        status = self.connector_status(name)
+        tasks = [TaskState("RESTARTING", WORKER_ID, None, t.id) for t in status.tasks]
+        return ConnectorStateInfo(name, AbstractState("RESTARTING", WORKER_ID), tasks,
+                                  status.type)
+
+    def restart_task(self, task: TaskId) -> None:
+        self.task_status(task)
+        self.calls.append(("restart_task", task))
+
+    def pause_connector(self, name: str) -> None:
+        self._require(name)
+        self.targets[name] = TargetState.PAUSED
+
+    def resume_connector(self, name: str) -> None:
+        self._require(name)
+        self.targets[name] = TargetState.STARTED
+
+    def stop_connector(self, name: str) -> None:
+        self._require(name)
+        self.targets[name] = TargetState.STOPPED
+
+    def validate_connector_config(self, config: Mapping[str, str]) -> ConfigInfos:
+        self.calls.append(("validate", dict(config)))
+        if not config.get("connector.class"):
+            raise BadRequestError("Connector config {topics} contains no connector type")
+        name = config.get("name")
+        errors = [] if name else ['Missing required configuration "name" which has no '
+                                  "default value."]
+        value = ConfigValueInfo("name", name, [], errors)
+        return ConfigInfos(config["connector.class"], len(errors), ["Common"],
+                           [ConfigInfo(NAME_KEY, value)])
+
+    def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
+        self.calls.append(("plugins", connectors_only))
+        if connectors_only:
+            return [p for p in PLUGINS if p.type in ("source", "sink")]
+        return list(PLUGINS)
+
+    def plugin_config(self, plugin: str) -> list[ConfigKeyInfo]:
+        if plugin not in {p.class_name for p in PLUGINS} | {"FileStreamSink"}:
+            raise NotFoundError(f"Unknown plugin {plugin}.")
+        return [NAME_KEY]
+
+
+@pytest.fixture
+def herder() -> FakeHerder:
+    return FakeHerder()
+
+
+@pytest.fixture
+def client(herder: FakeHerder) -> Iterator[TestClient]:
+    with TestClient(create_app(herder)) as test_client:
+        yield test_client

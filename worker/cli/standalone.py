@@ -1,0 +1,85 @@
+"""``connect-standalone worker.properties [connector.properties|connector.json ...]``
+
+As Kafka's script: start a standalone worker, then create (or update) each connector given
+on the command line. SIGTERM/SIGINT stop it cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from worker.compose import build_standalone
+from worker.config.properties import load_connector_config, load_properties
+from worker.config.worker_config import StandaloneConfig
+from worker.errors import ConnectError
+
+log = logging.getLogger("worker.cli.standalone")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="connect-standalone",
+        description="Run a standalone Kafka Connect-compatible worker (connect-plane).")
+    parser.add_argument("worker_properties", help="worker.properties file")
+    parser.add_argument("connector_configs", nargs="*",
+                        help="connector .properties or .json files to create or update")
+    return parser.parse_args(argv)
+
+
+def configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s) "
+                               "[%(threadName)s]")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging()
+    try:
+        config = StandaloneConfig(load_properties(args.worker_properties))
+        connector_configs = [load_connector_config(p) for p in args.connector_configs]
+        for path, connector in zip(args.connector_configs, connector_configs, strict=True):
+            if not connector.get("name"):
+                raise ConnectError(f"Connector config {path} has no 'name'")
+        process = build_standalone(config)
+        process.start()
+    except ConnectError as exc:
+        log.error("Failed to start the worker: %s", exc)
+        return 1
+
+    stopping = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("Received %s; stopping", signal.Signals(signum).name)
+        stopping.set()
+
+    # `kill -USR1 <pid>` prints every thread's stack to stderr (the jstack of this worker).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        for connector in connector_configs:
+            created = process.herder.put_connector_config(connector["name"], connector,
+                                                          allow_replace=True)
+            log.info("%s connector %s", "Created" if created.created else "Updated",
+                     connector["name"])
+    except ConnectError as exc:
+        log.error("Failed to create a connector from the command line: %s", exc)
+        process.stop()
+        return 1
+    log.info("Worker started; REST API at %s", process.server.url)
+    while not stopping.wait(1.0):
+        pass
+    process.stop()
+    log.info("Worker stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The composition root: builds a whole worker from its config.
+
+plugins → Kafka cluster id → stores → worker → herder → REST app and server. No
+import-time singletons: tests build several isolated workers in one process.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from worker.config.worker_config import StandaloneConfig, WorkerConfig
+from worker.errors import ConfigError, ConnectError
+from worker.herder.base import Herder
+from worker.herder.standalone import StandaloneHerder
+from worker.plugins.registry import PluginRegistry, builtin_registry
+from worker.rest.app import create_app
+from worker.rest.server import RestServer
+from worker.runtime import kafka_clients
+from worker.runtime.worker import Worker
+from worker.storage.sql import (
+    SqlConfigBackingStore,
+    SqlDatabase,
+    SqlOffsetBackingStore,
+    SqlStatusBackingStore,
+)
+
+log = logging.getLogger(__name__)
+
+CLUSTER_ID_TIMEOUT_S = 30.0
+
+
+@dataclass
+class WorkerProcess:
+    """A built worker: ``start()`` serves REST then starts the herder; ``stop()`` reverses."""
+
+    config: WorkerConfig
+    herder: Herder
+    server: RestServer
+
+    def start(self) -> None:
+        self.server.start()
+        try:
+            self.herder.start()
+        except BaseException:
+            self.server.stop()
+            raise
+
+    def stop(self) -> None:
+        try:
+            self.herder.stop()
+        finally:
+            self.server.stop()
+
+
+def kafka_cluster_id(config: WorkerConfig, timeout_s: float = CLUSTER_ID_TIMEOUT_S) -> str:
+    """Kafka's cluster id; startup fails with a clear error if no broker answers."""
+    admin = AdminClient(kafka_clients.admin_config(config))
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise ConnectError(f"Could not reach Kafka at bootstrap.servers="
+                           f"{config.bootstrap_servers} within {timeout_s:.0f} s: {exc}") from exc
+    return str(metadata.cluster_id)
+
+
+def worker_id(config: WorkerConfig) -> str:
+    """``host:port`` this worker advertises (Kafka's worker id in statuses)."""
+    listener = config.listeners[0] if config.listeners else "http://:8083"
+    parts = urlsplit(listener)
+    if parts.port is None:
+        raise ConfigError("listeners", f"listener {listener} has no port")
+    host = config.get("rest.advertised.host.name") or parts.hostname or socket.getfqdn()
+    port = config.get("rest.advertised.port") or parts.port
+    return f"{host}:{port}"
+
+
+def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None = None
+                     ) -> WorkerProcess:
+    registry = registry or builtin_registry()
+    cluster_id = kafka_cluster_id(config)
+    database = SqlDatabase(config.sql_url)
+    config_store = SqlConfigBackingStore(database)
+    offset_store = SqlOffsetBackingStore(database)
+    status_store = SqlStatusBackingStore(database)
+    worker = Worker(worker_id(config), config, registry, offset_store, status_store)
+    herder = StandaloneHerder(config, registry, worker, config_store, offset_store,
+                              status_store, kafka_cluster_id=cluster_id)
+    server = RestServer(create_app(herder), config.listeners)
+    return WorkerProcess(config, herder, server)

@@ -1,0 +1,134 @@
+"""Reading connector and worker config files as Kafka's scripts do.
+
+``.properties`` files follow ``java.util.Properties``: ``key=value``, ``key: value`` or
+``key value``; ``#``/``!`` comments; a trailing backslash continues a line; ``\\uXXXX``,
+``\\t``, ``\\n`` escapes. Connector files may also be JSON (Kafka 3.8+ accepts the body of
+``POST /connectors`` or a flat config map).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from worker.errors import ConfigError
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """Join continuation lines; return (first line number, logical line) pairs."""
+    out: list[tuple[int, str]] = []
+    pending: str | None = None
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.lstrip(" \t\f")
+        if pending is None:
+            if not line or line[0] in "#!":
+                continue
+            start, pending = number, ""
+        pending += line
+        trailing = len(pending) - len(pending.rstrip("\\"))
+        if trailing % 2 == 1:  # an odd number of backslashes escapes the newline
+            pending = pending[:-1]
+            continue
+        out.append((start, pending))
+        pending = None
+    if pending is not None:
+        out.append((start, pending))
+    return out
+
+
+def _unescape(text: str, where: str) -> str:
+    chars: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 == len(text):
+            chars.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u":
+            digits = text[i + 2:i + 6]
+            if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise ConfigError(where, f"malformed \\uxxxx escape '\\u{digits}'")
+            chars.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        chars.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(chars)
+
+
+def _split(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t\f":
+            break
+        i += 1
+    key, rest = line[:i], line[i:]
+    rest = rest.lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
+    """Parse ``java.util.Properties`` text. A later duplicate key wins, as in Java."""
+    props: dict[str, str] = {}
+    for number, line in _logical_lines(text):
+        raw_key, raw_value = _split(line)
+        where = f"{source}:{number}"
+        key = _unescape(raw_key, where)
+        if not key:
+            raise ConfigError(where, f"line has no key: {line[:40]!r}")
+        props[key] = _unescape(raw_value, key)
+    return props
+
+
+def load_properties(path: str | Path) -> dict[str, str]:
+    """Read a ``.properties`` file; a missing/unreadable file raises ConfigError."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(path), "file is not valid UTF-8") from exc
+    return parse_properties(text, str(path))
+
+
+def load_connector_config(path: str | Path) -> dict[str, str]:
+    """Read a connector config file: ``.json`` (a flat map or ``{"name", "config"}``) or
+    ``.properties``. Values become strings, as Kafka stores them."""
+    file = Path(path)
+    if file.suffix.lower() != ".json":
+        return load_properties(file)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read file: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise ConfigError(str(path), f"not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "expected a JSON object")
+    if isinstance(data.get("config"), dict):
+        config = dict(data["config"])
+        if "name" in data:
+            config.setdefault("name", data["name"])
+    else:
+        config = data
+    return {str(k): _stringify(v) for k, v in config.items()}
+
+
+def _stringify(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(_stringify(v) for v in value)
+    return "" if value is None else str(value)

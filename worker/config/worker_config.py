@@ -1,0 +1,147 @@
+"""Typed worker configuration: every key with its type, default and doc in one place.
+
+Keys use Apache Kafka Connect's names, so a ``worker.properties`` written for Kafka's
+``connect-standalone`` starts unchanged. Keys we do not use are logged and ignored; a key we
+use with a bad value fails startup with a ConfigError that names it. Settings of our own are
+documented in ``docs/configuration.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from worker.api.config_def import ConfigDef, Importance, Type, at_least, one_of
+from worker.api.exceptions import ConfigException
+from worker.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+
+# Prefixes whose keys are passed on to clients/plugins rather than read by the worker.
+PASSTHROUGH_PREFIXES = (
+    "producer.", "consumer.", "admin.", "key.converter.", "value.converter.",
+    "header.converter.", "listeners.https.", "admin.listeners.https.", "config.providers.",
+    "ssl.", "sasl.", "security.", "metric.reporters.",
+)
+
+COMMON = (
+    ConfigDef()
+    .define("bootstrap.servers", Type.LIST, "localhost:9092", Importance.HIGH,
+            "Kafka brokers to connect to (host:port, comma-separated).")
+    .define("key.converter", Type.CLASS, JSON_CONVERTER, Importance.HIGH,
+            "Default converter for record keys; connectors may override it.")
+    .define("value.converter", Type.CLASS, JSON_CONVERTER, Importance.HIGH,
+            "Default converter for record values; connectors may override it.")
+    .define("header.converter", Type.CLASS,
+            "org.apache.kafka.connect.storage.SimpleHeaderConverter", Importance.LOW,
+            "Default header converter (headers are passed as bytes/strings for now).")
+    .define("listeners", Type.LIST, "http://:8083", Importance.LOW,
+            "REST listeners, e.g. http://127.0.0.1:8083 (an empty host = all interfaces).")
+    .define("rest.advertised.host.name", Type.STRING, None, Importance.LOW,
+            "Host name other workers and clients should use to reach this worker.")
+    .define("rest.advertised.port", Type.INT, None, Importance.LOW,
+            "Port other workers and clients should use to reach this worker.")
+    .define("rest.advertised.listener", Type.STRING, None, Importance.LOW,
+            "Listener scheme (http/https) to advertise.")
+    .define("offset.flush.interval.ms", Type.LONG, 60000, Importance.LOW,
+            "How often source offsets are committed and sink consumer offsets committed.",
+            validator=at_least(1))
+    .define("offset.flush.timeout.ms", Type.LONG, 5000, Importance.LOW,
+            "Time to wait for outstanding records to be acknowledged at a commit.",
+            validator=at_least(0))
+    .define("task.shutdown.graceful.timeout.ms", Type.LONG, 5000, Importance.LOW,
+            "Time to wait for a task to stop before it is abandoned and reported.",
+            validator=at_least(0))
+    .define("plugin.path", Type.LIST, "", Importance.LOW,
+            "Directories searched for plugins (manifest discovery comes with KIP-898).")
+    .define("plugin.discovery", Type.STRING, "hybrid_warn", Importance.LOW,
+            "Plugin discovery mode (KIP-898).",
+            validator=one_of("only_scan", "hybrid_warn", "hybrid_fail", "service_load"))
+    .define("topic.tracking.enable", Type.BOOLEAN, True, Importance.LOW,
+            "Record the topics each connector uses (KIP-558).")
+    .define("topic.tracking.allow.reset", Type.BOOLEAN, True, Importance.LOW,
+            "Allow PUT /connectors/{c}/topics/reset.")
+    .define("connector.client.config.override.policy", Type.STRING, "All", Importance.MEDIUM,
+            "Which producer./consumer./admin.override.* connector keys are allowed.",
+            validator=one_of("None", "Principal", "All", case_sensitive=True))
+    .define("client.id", Type.STRING, "", Importance.LOW, "Prefix for Kafka client ids.")
+)
+
+STANDALONE = COMMON.merge(
+    ConfigDef()
+    .define("offset.storage.file.filename", Type.STRING, None, Importance.LOW,
+            "Kafka's standalone offset file. We keep state in SQL; when storage.sql.url is "
+            "unset, the SQLite database is created next to this path (<file>.db).")
+    .define("storage.sql.url", Type.STRING, None, Importance.HIGH,
+            "SQLAlchemy URL of the standalone state database (connect-plane setting). "
+            "Default: sqlite next to offset.storage.file.filename, else "
+            "./connect-standalone.db.")
+)
+
+# Keys Kafka's workers understand that we accept without using them (logged at INFO).
+KNOWN_UNUSED = frozenset({
+    "offset.storage.file.filename", "key.converter.schemas.enable",
+    "value.converter.schemas.enable", "internal.key.converter", "internal.value.converter",
+    "rest.host.name", "rest.port", "access.control.allow.origin",
+    "access.control.allow.methods", "response.http.headers.config", "metrics.sample.window.ms",
+    "metrics.num.samples", "metrics.recording.level", "auto.include.jmx.reporter",
+    "rest.extension.classes", "config.providers", "exactly.once.source.support",
+    "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes",
+    "request.timeout.ms", "retry.backoff.ms", "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms", "metric.reporters", "client.dns.lookup",
+})
+
+
+class WorkerConfig:
+    """A parsed, validated worker config.
+
+    ``get(key)`` returns the typed value; ``originals`` keeps the raw strings (for client
+    configs and plugin settings); ``prefixed("consumer.")`` strips a prefix.
+    """
+
+    definition: ConfigDef = COMMON
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self.originals: dict[str, str] = {str(k): str(v) for k, v in props.items()}
+        try:
+            self._values: dict[str, Any] = self.definition.parse(self.originals)
+        except ConfigException as exc:
+            raise ConfigError(exc.name, exc.reason) from exc
+        defined = set(self.definition.names())
+        self.unused = sorted(k for k in self.originals
+                             if k not in defined and not k.startswith(PASSTHROUGH_PREFIXES))
+        for key in self.unused:
+            # Logged, not fatal: a Kafka worker.properties must start unchanged. Values are
+            # never logged (they may be secrets).
+            log.info("Worker config key %s is not used by connect-plane; ignoring it", key)
+
+    def get(self, key: str) -> Any:
+        return self._values[key]
+
+    def prefixed(self, prefix: str) -> dict[str, str]:
+        return {k[len(prefix):]: v for k, v in self.originals.items() if k.startswith(prefix)}
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.get("bootstrap.servers"))
+
+    @property
+    def listeners(self) -> list[str]:
+        return list(self.get("listeners"))
+
+
+class StandaloneConfig(WorkerConfig):
+    definition = STANDALONE
+
+    @property
+    def sql_url(self) -> str:
+        url = self.get("storage.sql.url")
+        if url:
+            return str(url)
+        offsets_file = self.get("offset.storage.file.filename")
+        path = Path(f"{offsets_file}.db") if offsets_file else Path("connect-standalone.db")
+        return f"sqlite:///{path.resolve()}"

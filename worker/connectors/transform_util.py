@@ -1,0 +1,73 @@
+"""Helpers shared by the field SMTs (Kafka's ``Requirements`` and ``SchemaUtil``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from worker.api import DataException, Schema, SchemaType, Struct, Transformation
+from worker.api.data import Field
+from worker.api.records import ConnectRecord
+from worker.api.transforms import R
+
+_SCHEMA_CACHE_SIZE = 16
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def require_map(value: Any, purpose: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise DataException(f"Only Map objects supported in absence of schema for [{purpose}], "
+                            f"found: {_type_name(value)}")
+    return value
+
+
+def require_struct(value: Any, purpose: str) -> Struct:
+    if not isinstance(value, Struct):
+        raise DataException(f"Only Struct objects supported for [{purpose}], found: "
+                            f"{_type_name(value)}")
+    return value
+
+
+def struct_like(schema: Schema, fields: list[tuple[str, Schema]]) -> Schema:
+    """A struct schema with ``schema``'s name, version, doc and parameters (as Kafka's
+    ``SchemaUtil.copySchemaBasics``: optionality is not copied) and the given fields."""
+    return Schema(SchemaType.STRUCT, name=schema.name, version=schema.version, doc=schema.doc,
+                  parameters=schema.parameters,
+                  fields=tuple(Field(name, i, s) for i, (name, s) in enumerate(fields)))
+
+
+class SchemaCache:
+    """A small identity cache of derived schemas (Schema holds dicts: not hashable)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Schema, Schema]] = {}
+
+    def get(self, schema: Schema, build: Callable[[Schema], Schema]) -> Schema:
+        entry = self._entries.get(id(schema))
+        if entry is not None and entry[0] is schema:
+            return entry[1]
+        derived = build(schema)
+        if len(self._entries) >= _SCHEMA_CACHE_SIZE:
+            self._entries.clear()
+        self._entries[id(schema)] = (schema, derived)
+        return derived
+
+
+class KeyOrValueTransformation(Transformation):
+    """Operates on the record key (``_KEY = True``) or value, like Kafka's ``$Key/$Value``."""
+
+    _KEY = False
+
+    def _schema(self, record: ConnectRecord) -> Schema | None:
+        return record.key_schema if self._KEY else record.value_schema
+
+    def _value(self, record: ConnectRecord) -> Any:
+        return record.key if self._KEY else record.value
+
+    def _new_record(self, record: R, schema: Schema | None, value: Any) -> R:
+        if self._KEY:
+            return record.new_record(key_schema=schema, key=value)  # type: ignore[return-value]
+        return record.new_record(value_schema=schema, value=value)  # type: ignore[return-value]

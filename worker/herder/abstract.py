@@ -1,0 +1,225 @@
+"""What every herder shares: reads from the stores, and config validation.
+
+Validation follows Kafka's AbstractHerder: the connector-level keys (name, connector.class,
+tasks.max, converters, transforms/predicates with their own keys, error handling, sink
+topics), cross-key rules, then the connector's own ``validate`` — run on a separate thread
+with a timeout because it is plugin code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from worker.api.config_def import ConfigDef, ConfigKey, ConfigValue, Type
+from worker.config.worker_config import WorkerConfig
+from worker.errors import (
+    BadRequestError,
+    ConfigValidationError,
+    ConnectError,
+    NotFoundError,
+    PluginNotFoundError,
+)
+from worker.herder.base import Herder
+from worker.herder.models import (
+    AbstractState,
+    ConfigInfo,
+    ConfigInfos,
+    ConfigKeyInfo,
+    ConfigValueInfo,
+    ConnectorInfo,
+    ConnectorStateInfo,
+    ConnectorType,
+    PluginInfo,
+    TaskInfo,
+    TaskState,
+)
+from worker.plugins.registry import PluginRegistry, PluginType
+from worker.runtime import connector_config as cc
+from worker.storage.base import (
+    ClusterConfigState,
+    ConfigBackingStore,
+    StatusBackingStore,
+    TaskId,
+)
+from worker.util.threads import call_with_timeout
+
+VALIDATION_TIMEOUT_S = 90.0
+CONNECTOR_TYPES = {PluginType.SOURCE, PluginType.SINK}
+CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
+
+
+def not_found(name: str) -> NotFoundError:
+    return NotFoundError(f"Connector {name} not found")
+
+
+class AbstractHerder(Herder):
+    def __init__(self, config: WorkerConfig, registry: PluginRegistry,
+                 config_store: ConfigBackingStore, status_store: StatusBackingStore) -> None:
+        self.worker_config = config
+        self.registry = registry
+        self.config_store = config_store
+        self.status_store = status_store
+
+    # --- reads -------------------------------------------------------------------------
+
+    def _snapshot_with(self, name: str) -> ClusterConfigState:
+        snapshot = self.config_store.snapshot()
+        if not snapshot.contains(name):
+            raise not_found(name)
+        return snapshot
+
+    def connectors(self) -> list[str]:
+        return sorted(self.config_store.snapshot().connector_configs)
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        snapshot = self._snapshot_with(name)
+        config = snapshot.connector_configs[name]
+        tasks = [TaskId(name, i) for i in range(len(snapshot.tasks(name)))]
+        return ConnectorInfo(name, dict(config), tasks, self.connector_type(config))
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._snapshot_with(name).connector_configs[name])
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        snapshot = self._snapshot_with(name)
+        status = self.status_store.get_connector(name)
+        if status is None:
+            raise NotFoundError(f"No status found for connector {name}")
+        tasks = [TaskState(t.state.value, t.worker_id, t.trace, t.id.task)
+                 for t in self.status_store.get_tasks(name)]
+        return ConnectorStateInfo(
+            name, AbstractState(status.state.value, status.worker_id, status.trace), tasks,
+            self.connector_type(snapshot.connector_configs[name]))
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        snapshot = self._snapshot_with(name)
+        return [TaskInfo(TaskId(name, i), dict(c)) for i, c in enumerate(snapshot.tasks(name))]
+
+    def task_status(self, task: TaskId) -> TaskState:
+        self._snapshot_with(task.connector)
+        status = self.status_store.get_task(task)
+        if status is None:
+            raise NotFoundError(f"No status found for task {task.connector}-{task.task}")
+        return TaskState(status.state.value, status.worker_id, status.trace, task.task)
+
+    def connector_type(self, config: Mapping[str, str]) -> ConnectorType:
+        try:
+            desc = self.registry.resolve(config.get("connector.class", ""), CONNECTOR_TYPES)
+        except PluginNotFoundError:
+            return ConnectorType.UNKNOWN
+        return ConnectorType(desc.type.value)
+
+    # --- plugins -----------------------------------------------------------------------
+
+    def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
+        types = CONNECTOR_TYPES if connectors_only else None
+        return [PluginInfo(d.class_name, d.type.value, d.version, list(d.aliases))
+                for d in self.registry.plugins(types)]
+
+    def plugin_config(self, plugin: str) -> list[ConfigKeyInfo]:
+        instance = self.registry.new_instance(plugin, None)
+        return [_key_info(k) for k in instance.config().keys.values()]
+
+    # --- validation --------------------------------------------------------------------
+
+    def validate_connector_config(self, config: Mapping[str, str]) -> ConfigInfos:
+        class_name = config.get("connector.class")
+        if not class_name:
+            raise BadRequestError(f"Connector config {_keys_only(config)} contains no "
+                                  "connector type")
+        try:
+            desc = self.registry.resolve(class_name, CONNECTOR_TYPES)
+        except PluginNotFoundError as exc:
+            raise BadRequestError(str(exc)) from exc
+        connector_type = desc.type.value
+        definition, errors = cc.enrich(cc.base_definition(connector_type), config,
+                                       self.registry)
+        values = definition.validate(config)
+        errors.update(cc.extra_errors(
+            config, connector_type,
+            self.worker_config.get("connector.client.config.override.policy")))
+        for key in CONVERTER_KEYS:
+            if config.get(key):
+                try:
+                    self.registry.resolve(config[key], {PluginType.CONVERTER,
+                                                        PluginType.HEADER_CONVERTER})
+                except PluginNotFoundError as exc:
+                    errors[key] = str(exc)
+        for key, message in errors.items():
+            values.setdefault(key, ConfigValue(key, config.get(key))).errors.append(message)
+
+        connector = desc.plugin_class()
+        try:
+            own_values = call_with_timeout(lambda: connector.validate(dict(config)),
+                                           VALIDATION_TIMEOUT_S, f"validate-{class_name}")
+        except TimeoutError as exc:
+            raise ConnectError(f"Validation of {class_name} timed out") from exc
+        except Exception as exc:  # plugin code: report as a validation error, not a 500
+            own_values = {"connector.class": ConfigValue("connector.class", class_name,
+                                                         errors=[str(exc)])}
+        own_def = connector.config()
+        return _config_infos(desc.class_name, definition, values, own_def, own_values, config)
+
+    def validate_or_raise(self, config: Mapping[str, str]) -> None:
+        """Validate; raise ConfigValidationError with Kafka's message if anything is wrong."""
+        infos = self.validate_connector_config(config)
+        if infos.error_count == 0:
+            return
+        problems = {c.value.name: c.value.errors for c in infos.configs if c.value.errors}
+        lines = "\n".join(f"{msg}" for errs in problems.values() for msg in errs)
+        raise ConfigValidationError(
+            f"Connector configuration is invalid and contains the following "
+            f"{infos.error_count} error(s):\n{lines}\nYou can also find the above list of "
+            "errors at the endpoint `/connector-plugins/{connectorType}/config/validate`",
+            problems)
+
+
+def _keys_only(config: Mapping[str, str]) -> str:
+    # Kafka prints the whole config here; we print keys only, values may be secrets.
+    return "{" + ", ".join(sorted(config)) + "}"
+
+
+def _key_info(key: ConfigKey) -> ConfigKeyInfo:
+    return ConfigKeyInfo(key.name, key.type.value, key.required, key.default_string,
+                         key.importance.value, key.documentation, key.group,
+                         key.order_in_group, key.width.value, key.display_name or key.name,
+                         list(key.dependents))
+
+
+def _value_info(key: ConfigKey | None, value: ConfigValue, raw: Mapping[str, str]
+                ) -> ConfigValueInfo:
+    if key is not None and key.type is Type.PASSWORD and value.value is not None:
+        shown: str | None = "[hidden]"
+    elif value.name in raw:
+        shown = str(raw[value.name])
+    elif key is not None:
+        shown = key.default_string
+    else:
+        shown = None if value.value is None else str(value.value)
+    return ConfigValueInfo(value.name, shown, [str(v) for v in value.recommended_values],
+                           list(value.errors), value.visible)
+
+
+def _config_infos(name: str, base_def: ConfigDef, base_values: dict[str, ConfigValue],
+                  own_def: ConfigDef, own_values: Mapping[str, ConfigValue],
+                  raw: Mapping[str, str]) -> ConfigInfos:
+    keys = {**own_def.keys, **base_def.keys}
+    merged: dict[str, ConfigValue] = dict(base_values)
+    for key, value in own_values.items():
+        if key in merged:
+            merged[key].errors.extend(e for e in value.errors if e not in merged[key].errors)
+        else:
+            merged[key] = value
+    groups: list[str] = []
+    for key in [*base_def.keys.values(), *own_def.keys.values()]:
+        if key.group and key.group not in groups:
+            groups.append(key.group)
+    configs: list[ConfigInfo] = []
+    for key_name, value in merged.items():
+        key = keys.get(key_name)
+        definition = (_key_info(key) if key is not None else
+                      ConfigKeyInfo(key_name, "STRING", False, None, "LOW", "", None, -1,
+                                    "NONE", key_name, []))
+        configs.append(ConfigInfo(definition, _value_info(key, value, raw)))
+    error_count = sum(len(c.value.errors) for c in configs)
+    return ConfigInfos(name, error_count, groups, configs)

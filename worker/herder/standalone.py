@@ -1,0 +1,281 @@
+"""StandaloneHerder: one worker; state in the SQL (or memory) stores.
+
+Every write runs on the single herder thread (a request queue, as in Kafka's herders), so
+writes are serialised without locks, and connector code never runs on a REST thread:
+connector calls go to the connector's own thread and come back as futures. After each
+write the herder *reconciles*: it compares the stored configs and target states with what
+the worker runs and starts, stops, pauses or restarts exactly what differs.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from worker.config.worker_config import WorkerConfig
+from worker.errors import AlreadyExistsError, ConnectError, NotFoundError
+from worker.herder.abstract import AbstractHerder, not_found
+from worker.herder.models import ConnectorInfo, ConnectorStateInfo, Created, ServerInfo
+from worker.plugins.registry import PluginRegistry
+from worker.runtime.worker import Worker
+from worker.storage.base import (
+    ConfigBackingStore,
+    OffsetBackingStore,
+    State,
+    StatusBackingStore,
+    TargetState,
+    TaskId,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+REQUEST_TIMEOUT_S = 90.0
+VERSION = "0.1.0"
+
+
+class StandaloneHerder(AbstractHerder):
+    def __init__(self, config: WorkerConfig, registry: PluginRegistry, worker: Worker,
+                 config_store: ConfigBackingStore, offset_store: OffsetBackingStore,
+                 status_store: StatusBackingStore, kafka_cluster_id: str | None = None
+                 ) -> None:
+        super().__init__(config, registry, config_store, status_store)
+        self.worker = worker
+        self.offset_store = offset_store
+        self.kafka_cluster_id = kafka_cluster_id
+        self._requests: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = (
+            queue.Queue())
+        self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)
+        self._needs_task_configs: set[str] = set()
+        self._restart_connectors: set[str] = set()
+        self._restart_tasks: set[TaskId] = set()
+        self._running = False
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        for store in (self.config_store, self.offset_store, self.status_store):
+            store.start()
+        self._thread.start()
+        self._running = True
+        self._call(self._reconcile)
+        log.info("Standalone herder started with %d connector(s)", len(self.connectors()))
+
+    def stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        try:
+            self._call(self.worker.stop)
+        finally:
+            self._requests.put(None)
+            self._thread.join(REQUEST_TIMEOUT_S)
+            for store in (self.config_store, self.offset_store, self.status_store):
+                store.stop()
+
+    def server_info(self) -> ServerInfo:
+        return ServerInfo(VERSION, "unknown", self.kafka_cluster_id)
+
+    # --- writes --------------------------------------------------------------------------
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], *,
+                             allow_replace: bool,
+                             initial_state: TargetState | None = None) -> Created:
+        config = {**config, "name": name}
+        exists = self.config_store.snapshot().contains(name)
+        if exists and not allow_replace:
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        self.validate_or_raise(config)
+
+        def write() -> Created:
+            created = not self.config_store.snapshot().contains(name)
+            if not created and not allow_replace:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            self.config_store.put_connector_config(
+                name, config, (initial_state or TargetState.STARTED) if created else None)
+            self._reconcile()
+            return Created(created, self.connector_info(name))
+        return self._call(write)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
+                               ) -> ConnectorInfo:
+        current = self.connector_config(name)
+        merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
+        merged["name"] = name
+        self.validate_or_raise(merged)
+
+        def write() -> ConnectorInfo:
+            if not self.config_store.snapshot().contains(name):
+                raise not_found(name)
+            self.config_store.put_connector_config(name, merged)
+            self._reconcile()
+            return self.connector_info(name)
+        return self._call(write)
+
+    def delete_connector(self, name: str) -> None:
+        def write() -> None:
+            self._snapshot_with(name)
+            self.config_store.remove_connector_config(name)
+            self._reconcile()
+        self._call(write)
+
+    def restart_connector(self, name: str, *, include_tasks: bool = False,
+                          only_failed: bool = False) -> ConnectorStateInfo | None:
+        def write() -> ConnectorStateInfo | None:
+            self._snapshot_with(name)
+            plain = not include_tasks and not only_failed
+            status = self.status_store.get_connector(name)
+            if plain or not only_failed or (status and status.state is State.FAILED):
+                self._restart_connectors.add(name)
+                if not plain:
+                    self.worker.status.connector(name, State.RESTARTING)
+            if include_tasks:
+                for task in self.status_store.get_tasks(name):
+                    if not only_failed or task.state is State.FAILED:
+                        self._restart_tasks.add(task.id)
+                        self.worker.status.task(task.id, State.RESTARTING)
+            result = None if plain else self.connector_status(name)
+            self._reconcile()
+            return result
+        return self._call(write)
+
+    def restart_task(self, task: TaskId) -> None:
+        def write() -> None:
+            snapshot = self._snapshot_with(task.connector)
+            if not 0 <= task.task < len(snapshot.tasks(task.connector)):
+                raise NotFoundError(f"Task {task.connector}-{task.task} not found")
+            self._restart_tasks.add(task)
+            self._reconcile()
+        self._call(write)
+
+    def pause_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STARTED)
+
+    def stop_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STOPPED)
+
+    def _set_target(self, name: str, target: TargetState) -> None:
+        def write() -> None:
+            self._snapshot_with(name)
+            self.config_store.put_target_state(name, target)
+            self._reconcile()
+        self._call(write)
+
+    # --- the herder thread ---------------------------------------------------------------
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        if threading.current_thread() is self._thread:
+            return fn()
+        future: Future[T] = Future()
+        self._requests.put((fn, future))
+        try:
+            return future.result(REQUEST_TIMEOUT_S)
+        except TimeoutError as exc:
+            raise ConnectError("Request timed out") from exc
+
+    def _submit(self, fn: Callable[[], Any]) -> None:
+        """Queue work for the herder thread without waiting (from any thread)."""
+        self._requests.put((fn, Future()))
+
+    def _loop(self) -> None:
+        while True:
+            item = self._requests.get()
+            if item is None:
+                return
+            fn, future = item
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # handed to the waiting caller
+                future.set_exception(exc)
+                if not future.done() or not isinstance(exc, ConnectError):
+                    log.debug("Herder request failed", exc_info=True)
+
+    def _on_reconfiguration_request(self, name: str) -> None:
+        def request() -> None:
+            self._needs_task_configs.add(name)
+            self._reconcile()
+        self._submit(request)
+
+    # --- reconciliation (herder thread only) ---------------------------------------------
+
+    def _reconcile(self) -> None:
+        snapshot = self.config_store.snapshot()
+        worker = self.worker
+        for name in [n for n in worker.connectors if not snapshot.contains(n)]:
+            worker.stop_tasks(worker.task_ids(name))
+            worker.stop_connector(name)
+            self.status_store.delete_connector(name)
+            self.status_store.delete_topics(name)
+        for name, config in snapshot.connector_configs.items():
+            target = snapshot.target_state(name)
+            running = worker.connectors.get(name)
+            if running is None or running.config != config or name in self._restart_connectors:
+                self._restart_connectors.discard(name)
+                if running is not None:
+                    worker.stop_connector(name)
+                self.worker.status.connector(name, State.UNASSIGNED)
+                worker.start_connector(name, config, target, self._on_reconfiguration_request)
+                self._needs_task_configs.add(name)
+            else:
+                worker.set_connector_target(name, target)
+            self._reconcile_tasks(name, config, target, snapshot.tasks(name))
+
+    def _reconcile_tasks(self, name: str, config: dict[str, str], target: TargetState,
+                         stored: list[dict[str, str]]) -> None:
+        worker = self.worker
+        if target is TargetState.STOPPED:
+            # KIP-875: a stopped connector has no tasks and no task configs.
+            worker.stop_tasks(worker.task_ids(name))
+            for task in self.status_store.get_tasks(name):
+                self.status_store.delete_task(task.id)
+            if stored:
+                self.config_store.put_task_configs(name, [])
+            self._needs_task_configs.discard(name)
+            return
+        if name in self._needs_task_configs and target is TargetState.STARTED:
+            self._needs_task_configs.discard(name)
+            self._request_task_configs(name, config)
+        desired = {TaskId(name, i): c for i, c in enumerate(stored)}
+        stale = [t for t in worker.task_ids(name)
+                 if t not in desired or t in self._restart_tasks
+                 or worker.tasks[t].task_config != desired[t]
+                 or worker.tasks[t].connector_config != config]
+        worker.stop_tasks(stale)
+        for task in self.status_store.get_tasks(name):
+            if task.id not in desired:
+                self.status_store.delete_task(task.id)
+        for task_id, task_config in desired.items():
+            self._restart_tasks.discard(task_id)
+            if task_id in worker.tasks:
+                worker.set_task_target(task_id, target)
+            else:
+                worker.start_task(task_id, config, task_config, target)
+
+    def _request_task_configs(self, name: str, config: dict[str, str]) -> None:
+        max_tasks = int(config.get("tasks.max", "1"))
+        future = self.worker.request_task_configs(name, max_tasks)
+        if future is None:
+            return
+
+        def apply() -> None:
+            snapshot = self.config_store.snapshot()
+            if (snapshot.connector_configs.get(name) != config
+                    or snapshot.target_state(name) is TargetState.STOPPED):
+                return  # superseded while the connector was computing
+            try:
+                configs = future.result(0)
+            except Exception:
+                log.warning("Connector %s could not generate task configs", name,
+                            exc_info=True)
+                return
+            if configs != snapshot.tasks(name):
+                self.config_store.put_task_configs(name, configs)
+            self._reconcile()
+        future.add_done_callback(lambda _f: self._submit(apply))

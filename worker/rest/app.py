@@ -1,0 +1,86 @@
+"""Build the FastAPI application that serves Kafka Connect's REST API over a herder.
+
+``create_app(herder)`` is called by the composition root; there is no module-level app,
+so tests and several in-process workers each get their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from worker.herder.base import Herder
+from worker.rest.errors import install_error_handlers
+from worker.rest.routes import connector_plugins, connectors, root
+
+log = logging.getLogger("worker.rest")
+
+TITLE = "Kafka Connect REST API (connect-plane)"
+
+
+class TrailingSlashMiddleware:
+    """Serve ``/connectors/`` as ``/connectors``, as Jersey does, instead of redirecting.
+
+    A redirect would turn a ``POST /connectors/`` into a second request that many clients
+    do not replay with the body.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/"):
+            scope = {**scope, "path": path.rstrip("/") or "/"}
+        await self.app(scope, receive, send)
+
+
+class RequestLogMiddleware:
+    """Log each request at DEBUG on ``worker.rest`` (the uvicorn access log is off)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not log.isEnabledFor(logging.DEBUG):
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client sees if the app fails before answering
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording_send)
+        finally:
+            query = scope.get("query_string", b"").decode("latin-1")
+            target = scope["path"] + (f"?{query}" if query else "")
+            client = scope.get("client")
+            log.debug("%s \"%s %s\" %d %.1fms", client[0] if client else "-", scope["method"],
+                      target, status, (time.perf_counter() - started) * 1000)
+
+
+def create_app(herder: Herder) -> FastAPI:
+    """The REST application for ``herder``: Connect's resources, errors and OpenAPI."""
+    app = FastAPI(
+        title=TITLE,
+        description="Apache Kafka Connect 4.x compatible REST API served by connect-plane.",
+        # Connect matches "/connectors/" and "/connectors" alike; see TrailingSlashMiddleware.
+        redirect_slashes=False,
+    )
+    app.state.herder = herder
+    for module in (root, connectors, connector_plugins):
+        app.include_router(module.router)
+    install_error_handlers(app)
+    # Added last = outermost: log every request, including those answered by the
+    # catch-all error middleware, and normalize the path before anything routes on it.
+    app.add_middleware(TrailingSlashMiddleware)
+    app.add_middleware(RequestLogMiddleware)
+    return app

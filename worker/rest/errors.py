@@ -1,0 +1,147 @@
+"""The one place where failures become HTTP responses: ``{"error_code", "message"}``.
+
+Mirrors Kafka Connect's ``ConnectExceptionMapper``:
+
+* domain errors (``worker.errors``) answer with their ``status_code`` and message, so a
+  herder's ``NotFoundError("Connector x not found")`` reaches the client unchanged;
+* framework errors answer as Jersey's ``WebApplicationException`` does: an unknown route
+  is ``404 "HTTP 404 Not Found"``, a wrong verb ``405 "HTTP 405 Method Not Allowed"``, a
+  path or query parameter that does not convert (``/tasks/abc/status``) is a 404 too
+  (JAX-RS rule for ``@PathParam``/``@QueryParam``), a non-JSON body is a 415;
+* a body that is not valid JSON or does not fit the expected shape answers
+  ``BODY_ERROR_STATUS`` (500, because Kafka's Jackson errors fall through to the generic
+  branch of the mapper) with a message that names the offending field;
+* anything else is a 500 carrying the exception's message, logged with its stack trace.
+
+Handlers dispatch on exception *types* and structured error data only, never on text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from http import HTTPStatus
+from typing import Any, cast
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from worker.errors import ConnectError
+from worker.rest.models import ErrorMessage
+
+log = logging.getLogger("worker.rest")
+
+#: Status of a malformed or mis-shaped request body. Apache Kafka Connect answers 500 here:
+#: Jackson's ``JsonParseException``/``JsonMappingException`` are neither Connect nor JAX-RS
+#: exceptions, so ``ConnectExceptionMapper`` gives them its catch-all status.
+BODY_ERROR_STATUS = 500
+
+ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
+
+
+def error_response(status_code: int, message: str | None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    """A Connect error body with the given status."""
+    body = ErrorMessage(error_code=status_code, message=message).dump()
+    return JSONResponse(body, status_code=status_code, headers=headers)
+
+
+def _jersey_message(status_code: int) -> str:
+    # The message of a bare JAX-RS WebApplicationException, e.g. "HTTP 404 Not Found".
+    try:
+        phrase = HTTPStatus(status_code).phrase
+    except ValueError:
+        phrase = ""
+    return f"HTTP {status_code} {phrase}".rstrip()
+
+
+async def _connect_error(request: Request, exc: Exception) -> Response:
+    error = cast(ConnectError, exc)
+    if error.status_code >= 500:
+        log.error("Error in REST call to %s %s", request.method, request.url.path,
+                  exc_info=error)
+    else:
+        log.debug("REST call to %s %s failed: %s", request.method, request.url.path, error)
+    return error_response(error.status_code, str(error))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    error = cast(StarletteHTTPException, exc)
+    headers = dict(error.headers) if error.headers else None
+    return error_response(error.status_code, _jersey_message(error.status_code), headers)
+
+
+def _describe(error: dict[str, Any]) -> str:
+    """One validation error as ``field.path: problem`` (the field named, as §7 asks)."""
+    if error["type"] == "json_invalid":
+        reason = error.get("ctx", {}).get("error", "invalid JSON")
+        return f"Malformed JSON: {reason} (at character {error['loc'][-1]})"
+    where = ".".join(str(part) for part in error["loc"][1:])
+    if error["type"] == "missing" and not where:
+        return "Request body is missing"
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    error = cast(RequestValidationError, exc)
+    problems: Sequence[dict[str, Any]] = error.errors()
+    log.debug("Rejected REST call to %s %s: %s", request.method, request.url.path, problems)
+    if any(p["loc"][0] in ("path", "query") for p in problems):
+        return error_response(404, _jersey_message(404))
+    # FastAPI hands the raw bytes to validation when the content type is not JSON.
+    if isinstance(error.body, bytes | bytearray) and error.body:
+        return error_response(415, _jersey_message(415))
+    message = "Cannot deserialize request body: " + "; ".join(_describe(p) for p in problems)
+    return error_response(BODY_ERROR_STATUS, message)
+
+
+#: Exception type → handler, registered on the app by :func:`install_error_handlers`.
+EXCEPTION_HANDLERS: list[tuple[type[Exception], ExceptionHandler]] = [
+    (ConnectError, _connect_error),
+    (StarletteHTTPException, _http_error),
+    (RequestValidationError, _validation_error),
+]
+
+
+class UnhandledErrorMiddleware:
+    """Answer any exception no handler claimed with a 500 Connect error body.
+
+    A plain Starlette handler for ``Exception`` answers and then re-raises (so the server
+    logs the same failure twice); catching here answers once and logs once.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started:  # too late for an error body; let the server drop the connection
+                raise
+            log.error("Uncaught exception in REST call to %s %s", scope.get("method"),
+                      scope.get("path"), exc_info=exc)
+            response = error_response(500, str(exc) or type(exc).__name__)
+            await response(scope, receive, send)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register :data:`EXCEPTION_HANDLERS` and the catch-all middleware on ``app``."""
+    for exc_type, handler in EXCEPTION_HANDLERS:
+        app.add_exception_handler(exc_type, handler)
+    app.add_middleware(UnhandledErrorMiddleware)

@@ -1,0 +1,62 @@
+"""The transformation chain of a connector (``transforms``, with optional predicates)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from worker.api.transforms import Predicate, Transformation
+from worker.plugins.registry import PluginRegistry, PluginType
+from worker.runtime.connector_config import aliases
+
+
+def _own_props(config: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
+
+
+class TransformationChain:
+    """Applies each transformation in order; a None result drops the record."""
+
+    def __init__(self, stages: list[tuple[Transformation, Predicate | None, bool]]) -> None:
+        self._stages = stages
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, str], registry: PluginRegistry
+                    ) -> TransformationChain:
+        predicates: dict[str, Predicate] = {}
+        for alias in aliases(config, "predicates"):
+            prefix = f"predicates.{alias}."
+            predicate = registry.new_instance(config[prefix + "type"], PluginType.PREDICATE)
+            predicate.configure(_own_props(config, prefix))
+            predicates[alias] = predicate
+        stages: list[tuple[Transformation, Predicate | None, bool]] = []
+        for alias in aliases(config, "transforms"):
+            prefix = f"transforms.{alias}."
+            transform = registry.new_instance(config[prefix + "type"],
+                                              PluginType.TRANSFORMATION)
+            own = _own_props(config, prefix)
+            predicate_alias = own.pop("predicate", None)
+            negate = own.pop("negate", "false").strip().lower() == "true"
+            own.pop("type", None)
+            transform.configure(own)
+            stages.append((transform, predicates.get(predicate_alias or ""), negate))
+        return cls(stages)
+
+    def __bool__(self) -> bool:
+        return bool(self._stages)
+
+    def apply(self, record: Any) -> Any:
+        for transform, predicate, negate in self._stages:
+            if predicate is not None and predicate.test(record) == negate:
+                continue
+            record = transform.apply(record)
+            if record is None:
+                return None
+        return record
+
+    def close(self) -> None:
+        for transform, predicate, _ in self._stages:
+            transform.close()
+            if predicate is not None:
+                predicate.close()
+

@@ -1,0 +1,280 @@
+"""WorkerSinkTask: consume → converters → transforms → put → commit after flush.
+
+Consumer offsets are committed to the group ``connect-{name}`` (or the
+``consumer.override.group.id``) only after ``pre_commit`` (by default ``flush``) returned:
+every ``offset.flush.interval.ms``, when partitions are revoked, and on stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from worker.api.connector import TopicPartition
+from worker.api.converter import Converter
+from worker.api.exceptions import ConnectException, RetriableException
+from worker.api.records import SinkRecord
+from worker.api.task import SinkTask, SinkTaskContext
+from worker.runtime.chain import TransformationChain
+from worker.runtime.status import StatusReporter
+from worker.runtime.worker_task import WorkerTask
+from worker.storage.base import State, TargetState, TaskId
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 2000
+POLL_TIMEOUT_S = 0.2
+_TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
+
+
+class _Context(SinkTaskContext):
+    def __init__(self, owner: WorkerSinkTask) -> None:
+        self._owner = owner
+        self.rewinds: dict[TopicPartition, int] = {}
+        self.timeout_ms: int | None = None
+        self.commit_requested = False
+
+    @property
+    def configs(self) -> dict[str, str]:
+        return self._owner.task_config
+
+    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self.rewinds.update(offsets)
+
+    def timeout(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._owner.assignment)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._owner.consumer_call("pause", partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._owner.consumer_call("resume", partitions)
+
+    def request_commit(self) -> None:
+        self.commit_requested = True
+
+
+class WorkerSinkTask(WorkerTask):
+    def __init__(self, task_id: TaskId, task: SinkTask, task_config: dict[str, str],
+                 target_state: TargetState, status: StatusReporter, *,
+                 consumer_config: dict[str, str], topics: list[str], topics_regex: str,
+                 key_converter: Converter, value_converter: Converter,
+                 chain: TransformationChain, offset_flush_interval_ms: int,
+                 tolerate_errors: bool = False,
+                 on_topic: Callable[[str], None] | None = None) -> None:
+        super().__init__(task_id, task, task_config, target_state, status)
+        self.sink_task: SinkTask = task
+        self._consumer_config = consumer_config
+        self._subscription = [f"^{topics_regex}"] if topics_regex else list(topics)
+        self._key_converter = key_converter
+        self._value_converter = value_converter
+        self._chain = chain
+        self._flush_interval_s = offset_flush_interval_ms / 1000
+        self._tolerate_errors = tolerate_errors
+        self._on_topic = on_topic
+        self._seen_topics: set[str] = set()
+        self._consumer: Consumer | None = None
+        self._context = _Context(self)
+        self.assignment: set[TopicPartition] = set()
+        self._current: dict[TopicPartition, int] = {}  # next offset to read, per partition
+        self._paused = False
+        self._warned: set[int] = set()
+
+    # --- setup ---------------------------------------------------------------------------
+
+    def initialize(self) -> None:
+        self._consumer = Consumer(self._consumer_config)
+        self.sink_task.initialize(self._context)
+        self.sink_task.start(self.task_config)
+        self._consumer.subscribe(self._subscription, on_assign=self._on_assign,
+                                 on_revoke=self._on_revoke, on_lost=self._on_lost)
+
+    def consumer_call(self, method: str, partitions: tuple[TopicPartition, ...]) -> None:
+        if self._consumer is not None and partitions:
+            getattr(self._consumer, method)([KafkaTopicPartition(t, p) for t, p in partitions])
+
+    # --- rebalance callbacks (run inside consume(), on this thread) ---------------------
+
+    def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        assigned = [TopicPartition(p.topic, p.partition) for p in partitions]
+        self.assignment.update(assigned)
+        for tp in assigned:
+            if tp.topic not in self._seen_topics:
+                self._seen_topics.add(tp.topic)
+                if self._on_topic is not None:
+                    self._on_topic(tp.topic)
+        self.sink_task.open(assigned)
+        if self._paused:
+            consumer.pause(partitions)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        revoked = [TopicPartition(p.topic, p.partition) for p in partitions]
+        if not self.failed:  # a failed task's put() may not have been flushed
+            self._commit(only=set(revoked))
+        self._close_partitions(revoked)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        # Lost partitions may already belong to another member: never commit for them.
+        self._close_partitions([TopicPartition(p.topic, p.partition) for p in partitions])
+
+    def _close_partitions(self, partitions: list[TopicPartition]) -> None:
+        try:
+            self.sink_task.close(partitions)
+        finally:
+            for tp in partitions:
+                self.assignment.discard(tp)
+                self._current.pop(tp, None)
+
+    # --- loop ------------------------------------------------------------------------------
+
+    def execute(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        next_commit = time.monotonic() + self._flush_interval_s
+        while not self.stopping.is_set():
+            self._apply_target_state(consumer)
+            self._apply_rewinds(consumer)
+            messages = consumer.consume(MAX_BATCH, POLL_TIMEOUT_S)
+            if messages:
+                self._deliver(self._convert(messages))
+            elif not self._paused:
+                self._deliver([])  # Kafka calls put() after every poll, even an empty one
+            if self._context.commit_requested or time.monotonic() >= next_commit:
+                self._context.commit_requested = False
+                self._commit()
+                next_commit = time.monotonic() + self._flush_interval_s
+
+    def _apply_target_state(self, consumer: Consumer) -> None:
+        want_paused = self.target_state is TargetState.PAUSED
+        if want_paused == self._paused:
+            return
+        parts = [KafkaTopicPartition(t, p) for t, p in self.assignment]
+        # Paused sinks keep polling (no records) so they stay members of the group.
+        if want_paused:
+            consumer.pause(parts)
+            self.status.task(self.id, State.PAUSED)
+        else:
+            consumer.resume(parts)
+            self.status.task(self.id, State.RUNNING)
+        self._paused = want_paused
+
+    def _apply_rewinds(self, consumer: Consumer) -> None:
+        if not self._context.rewinds:
+            return
+        for tp, offset in self._context.rewinds.items():
+            if tp in self.assignment:
+                consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, offset))
+                self._current[tp] = offset
+        self._context.rewinds.clear()
+
+    def _convert(self, messages: list[Message]) -> list[SinkRecord]:
+        records: list[SinkRecord] = []
+        key_conv = self._key_converter.to_connect_data
+        value_conv = self._value_converter.to_connect_data
+        chain = self._chain
+        current = self._current
+        for msg in messages:
+            error = msg.error()
+            if error is not None:
+                # Most consumer errors are transient (e.g. a subscribed topic that does not
+                # exist yet): librdkafka retries them itself. Only fatal ones end the task.
+                if error.fatal():
+                    raise ConnectException(f"Fatal consumer error: {error}")
+                if error.code() != KafkaError._PARTITION_EOF:
+                    self._warn_once(error)
+                continue
+            topic = msg.topic()
+            partition = msg.partition()
+            offset = msg.offset()
+            current[TopicPartition(topic, partition)] = offset + 1
+            try:
+                key = key_conv(topic, msg.key())
+                value = value_conv(topic, msg.value())
+            except Exception:
+                if not self._tolerate_errors:
+                    raise
+                log.warning("Task %s: skipped %s-%d@%d, conversion failed", self.id, topic,
+                            partition, offset, exc_info=True)
+                continue
+            ts_type, ts = msg.timestamp()
+            headers = msg.headers()
+            record = SinkRecord(topic, partition, key.schema, key.value, value.schema,
+                                value.value, offset, ts if ts_type else None,
+                                _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
+                                headers)
+            if chain:
+                record = chain.apply(record)
+                if record is None:
+                    continue
+            records.append(record)
+        return records
+
+    def _warn_once(self, error: KafkaError) -> None:
+        if error.code() not in self._warned:
+            self._warned.add(error.code())
+            log.warning("Task %s: consumer reported %s (retrying)", self.id, error)
+
+    def _deliver(self, records: list[SinkRecord]) -> None:
+        while True:
+            try:
+                self.sink_task.put(records)
+                return
+            except RetriableException:
+                # Redeliver the same batch after the task's timeout; keep polling (paused)
+                # so the consumer stays in the group.
+                wait_s = (self._context.timeout_ms or 1000) / 1000
+                log.warning("Task %s: retriable error from put(); retrying in %.1f s",
+                            self.id, wait_s)
+                deadline = time.monotonic() + wait_s
+                consumer = self._consumer
+                assert consumer is not None
+                parts = [KafkaTopicPartition(t, p) for t, p in self.assignment]
+                consumer.pause(parts)
+                while time.monotonic() < deadline and not self.stopping.is_set():
+                    consumer.consume(1, min(POLL_TIMEOUT_S, deadline - time.monotonic()))
+                if not self._paused:
+                    consumer.resume(parts)
+                if self.stopping.is_set():
+                    return
+
+    def _commit(self, only: set[TopicPartition] | None = None) -> None:
+        consumer = self._consumer
+        if consumer is None or not self._current:
+            return
+        current = {tp: o for tp, o in self._current.items() if only is None or tp in only}
+        if not current:
+            return
+        committable = self.sink_task.pre_commit(dict(current))
+        offsets = [KafkaTopicPartition(tp.topic, tp.partition, off)
+                   for tp, off in committable.items() if tp in self.assignment]
+        if not offsets:
+            return
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            # The next commit retries; records since the last commit may be redelivered.
+            log.warning("Task %s: offset commit failed: %s", self.id, exc)
+
+    def close(self) -> None:
+        consumer = self._consumer
+        try:
+            if consumer is not None:
+                # Leaving the group revokes every partition: _on_revoke commits (unless the
+                # task failed) and closes them in the task.
+                consumer.close()
+            if self.assignment:
+                self._close_partitions(sorted(self.assignment))
+            if self.failed and not self.stopping.is_set():
+                self.sink_task.stop()
+        finally:
+            self._key_converter.close()
+            self._value_converter.close()
+            self._chain.close()
+

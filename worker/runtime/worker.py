@@ -1,0 +1,210 @@
+"""The Worker: starts and stops connectors and tasks on this process.
+
+It owns no policy: the herder decides what should run; the worker builds the pieces
+(plugin instances, converters, transformation chain, Kafka clients) and runs them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+
+from worker.api.connector import SinkConnector
+from worker.api.converter import Converter
+from worker.api.task import SinkTask, SourceTask
+from worker.config.worker_config import WorkerConfig
+from worker.plugins.registry import PluginRegistry, PluginType
+from worker.runtime import kafka_clients
+from worker.runtime.chain import TransformationChain
+from worker.runtime.offsets import StoreOffsetReader
+from worker.runtime.sink_task import WorkerSinkTask
+from worker.runtime.source_task import WorkerSourceTask
+from worker.runtime.status import StatusReporter
+from worker.runtime.worker_connector import WorkerConnector
+from worker.runtime.worker_task import WorkerTask
+from worker.storage.base import (
+    OffsetBackingStore,
+    State,
+    StatusBackingStore,
+    TargetState,
+    TaskId,
+)
+
+log = logging.getLogger(__name__)
+
+CONNECTOR_TYPES = {PluginType.SOURCE, PluginType.SINK}
+
+
+class Worker:
+    def __init__(self, worker_id: str, config: WorkerConfig, registry: PluginRegistry,
+                 offset_store: OffsetBackingStore, status_store: StatusBackingStore) -> None:
+        self.worker_id = worker_id
+        self.config = config
+        self.registry = registry
+        self.offset_store = offset_store
+        self.status = StatusReporter(status_store, worker_id)
+        self.connectors: dict[str, WorkerConnector] = {}
+        self.tasks: dict[TaskId, WorkerTask] = {}
+        self._graceful_s = config.get("task.shutdown.graceful.timeout.ms") / 1000
+
+    # --- connectors ----------------------------------------------------------------------
+
+    def start_connector(self, name: str, config: Mapping[str, str], target: TargetState,
+                        on_reconfiguration: Callable[[str], None]) -> None:
+        """Start a connector thread; failures are reported as FAILED, never raised."""
+        if name in self.connectors:
+            raise RuntimeError(f"Connector {name} is already running on this worker")
+        try:
+            connector = self.registry.new_instance(config["connector.class"], CONNECTOR_TYPES)
+        except Exception as exc:
+            log.error("Cannot instantiate connector %s", name, exc_info=True)
+            self.status.connector(name, State.FAILED, exc)
+            return
+        reader = (None if isinstance(connector, SinkConnector)
+                  else StoreOffsetReader(self.offset_store, name))
+        wc = WorkerConnector(name, connector, dict(config), target, self.status, reader,
+                             on_reconfiguration)
+        self.connectors[name] = wc
+        wc.start()
+
+    def stop_connector(self, name: str) -> None:
+        wc = self.connectors.pop(name, None)
+        if wc is not None:
+            wc.shutdown()
+            wc.await_shutdown(self._graceful_s)
+
+    def request_task_configs(self, name: str, max_tasks: int
+                             ) -> Future[list[dict[str, str]]] | None:
+        """Ask the running connector for task configs (computed on its own thread).
+
+        The result carries ``task.class`` and, for sinks, ``topics``/``topics.regex``, as
+        Kafka's task configs do. None if the connector is not on this worker.
+        """
+        wc = self.connectors.get(name)
+        if wc is None:
+            return None
+        result: Future[list[dict[str, str]]] = Future()
+        connector = wc.connector
+
+        def decorate(raw: Future[list[dict[str, str]]]) -> None:
+            try:
+                configs = raw.result()
+                task_class = connector.task_class()
+            except Exception as exc:
+                result.set_exception(exc)
+                return
+            extra = {"task.class": f"{task_class.__module__}.{task_class.__qualname__}"}
+            if isinstance(connector, SinkConnector):
+                extra.update({k: wc.config[k] for k in ("topics", "topics.regex")
+                              if k in wc.config})
+            result.set_result([{**c, **extra} for c in configs[:max_tasks]])
+
+        wc.task_configs(max_tasks).add_done_callback(decorate)
+        return result
+
+    def set_connector_target(self, name: str, target: TargetState) -> None:
+        wc = self.connectors.get(name)
+        if wc is not None and wc.target_state is not target:
+            wc.transition_to(target)
+
+    # --- tasks -------------------------------------------------------------------------
+
+    def start_task(self, task_id: TaskId, connector_config: Mapping[str, str],
+                   task_config: Mapping[str, str], target: TargetState) -> None:
+        """Start a task thread; failures are reported as FAILED, never raised."""
+        if task_id in self.tasks:
+            raise RuntimeError(f"Task {task_id} is already running on this worker")
+        self.status.task(task_id, State.UNASSIGNED)
+        try:
+            worker_task = self._build_task(task_id, connector_config, dict(task_config), target)
+        except Exception as exc:
+            log.error("Cannot create task %s", task_id, exc_info=True)
+            self.status.task(task_id, State.FAILED, exc)
+            return
+        worker_task.connector_config = dict(connector_config)
+        self.tasks[task_id] = worker_task
+        worker_task.start()
+
+    def stop_tasks(self, task_ids: list[TaskId]) -> None:
+        """Stop tasks in parallel and wait at most the graceful timeout overall."""
+        stopping = [self.tasks.pop(t) for t in task_ids if t in self.tasks]
+        for worker_task in stopping:
+            worker_task.stop()
+        for worker_task in stopping:
+            worker_task.await_stop(self._graceful_s)
+
+    def set_task_target(self, task_id: TaskId, target: TargetState) -> None:
+        worker_task = self.tasks.get(task_id)
+        if worker_task is not None:
+            worker_task.transition_to(target)
+
+    def task_ids(self, connector: str) -> list[TaskId]:
+        return sorted(t for t in self.tasks if t.connector == connector)
+
+    def stop(self) -> None:
+        self.stop_tasks(list(self.tasks))
+        connectors = [self.connectors.pop(name) for name in list(self.connectors)]
+        for wc in connectors:  # in parallel: one hung connector must not multiply the wait
+            wc.shutdown()
+        for wc in connectors:
+            wc.await_shutdown(self._graceful_s)
+
+    # --- building ------------------------------------------------------------------------
+
+    def _build_task(self, task_id: TaskId, connector_config: Mapping[str, str],
+                    task_config: dict[str, str], target: TargetState) -> WorkerTask:
+        # The task class comes from the connector class, as in Kafka (task.class in the
+        # stored config is informational and never imported from storage).
+        connector = self.registry.new_instance(connector_config["connector.class"],
+                                               CONNECTOR_TYPES)
+        task = connector.task_class()()
+        key_converter = self._converter(connector_config, "key.converter", is_key=True)
+        value_converter = self._converter(connector_config, "value.converter", is_key=False)
+        chain = TransformationChain.from_config(connector_config, self.registry)
+        tolerate = connector_config.get("errors.tolerance", "none") == "all"
+        client_id = f"connector-{'consumer' if isinstance(task, SinkTask) else 'producer'}-" \
+                    f"{task_id.connector}-{task_id.task}"
+        flush_ms = self.config.get("offset.flush.interval.ms")
+        on_topic = self._topic_tracker(task_id)
+        if isinstance(task, SourceTask):
+            return WorkerSourceTask(
+                task_id, task, task_config, target, self.status,
+                producer_config=kafka_clients.producer_config(self.config, connector_config,
+                                                              client_id),
+                key_converter=key_converter, value_converter=value_converter, chain=chain,
+                offset_store=self.offset_store, offset_flush_interval_ms=flush_ms,
+                offset_flush_timeout_ms=self.config.get("offset.flush.timeout.ms"),
+                tolerate_errors=tolerate, on_topic=on_topic)
+        if isinstance(task, SinkTask):
+            topics = [t.strip() for t in task_config.get("topics", "").split(",") if t.strip()]
+            return WorkerSinkTask(
+                task_id, task, task_config, target, self.status,
+                consumer_config=kafka_clients.consumer_config(
+                    self.config, connector_config, task_id.connector, client_id),
+                topics=topics, topics_regex=task_config.get("topics.regex", "").strip(),
+                key_converter=key_converter, value_converter=value_converter, chain=chain,
+                offset_flush_interval_ms=flush_ms, tolerate_errors=tolerate,
+                on_topic=on_topic)
+        raise TypeError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
+
+    def _converter(self, connector_config: Mapping[str, str], key: str, is_key: bool
+                   ) -> Converter:
+        # A connector-level converter takes its settings from the connector config;
+        # otherwise the worker's converter with the worker's settings (as Kafka does).
+        if connector_config.get(key):
+            name, props = connector_config[key], _prefixed(connector_config, key + ".")
+        else:
+            name, props = self.config.get(key), self.config.prefixed(key + ".")
+        converter = self.registry.new_instance(name, PluginType.CONVERTER)
+        converter.configure(props, is_key)
+        return converter
+
+    def _topic_tracker(self, task_id: TaskId) -> Callable[[str], None] | None:
+        if not self.config.get("topic.tracking.enable"):
+            return None
+        return lambda topic: self.status.topic(topic, task_id)
+
+
+def _prefixed(props: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}

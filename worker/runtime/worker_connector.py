@@ -1,0 +1,170 @@
+"""WorkerConnector: one connector instance, driven from its own thread.
+
+All calls into connector code (start, stop, task_configs) run on this thread, so connector
+code that hangs blocks only its own thread: callers get futures and wait a bounded time.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from worker.api.connector import Connector, ConnectorContext, SourceConnectorContext
+from worker.api.task import OffsetStorageReader
+from worker.runtime.status import StatusReporter
+from worker.storage.base import State, TargetState
+
+log = logging.getLogger(__name__)
+
+
+class _Context(SourceConnectorContext):
+    def __init__(self, owner: WorkerConnector, reader: OffsetStorageReader | None) -> None:
+        self._owner = owner
+        self._reader = reader
+
+    def request_task_reconfiguration(self) -> None:
+        self._owner.on_reconfiguration_request(self._owner.name)
+
+    def raise_error(self, error: BaseException) -> None:
+        self._owner.fail(error)
+
+    @property
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        if self._reader is None:
+            raise AttributeError("Sink connectors have no offset storage reader")
+        return self._reader
+
+
+class WorkerConnector:
+    """States: created → RUNNING | PAUSED | STOPPED | FAILED; ``shutdown`` ends the thread."""
+
+    def __init__(self, name: str, connector: Connector, config: dict[str, str],
+                 target_state: TargetState, status: StatusReporter,
+                 offset_reader: OffsetStorageReader | None,
+                 on_reconfiguration_request: Callable[[str], None]) -> None:
+        self.name = name
+        self.connector = connector
+        self.config = config
+        self.target_state = target_state
+        self.status = status
+        self.on_reconfiguration_request = on_reconfiguration_request
+        self.state = State.UNASSIGNED
+        self._started = False  # connector.start() returned and stop() not yet called
+        self._commands: queue.Queue[tuple[str, Any, Future[Any] | None]] = queue.Queue()
+        self._context: ConnectorContext = _Context(self, offset_reader)
+        self._thread = threading.Thread(target=self._run, name=f"connector-{name}",
+                                        daemon=True)
+
+    # --- called from the herder ----------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def transition_to(self, target: TargetState) -> None:
+        self.target_state = target
+        self._commands.put(("transition", target, None))
+
+    def task_configs(self, max_tasks: int) -> Future[list[dict[str, str]]]:
+        future: Future[list[dict[str, str]]] = Future()
+        self._commands.put(("task_configs", max_tasks, future))
+        return future
+
+    def shutdown(self) -> None:
+        self._commands.put(("shutdown", None, None))
+
+    def await_shutdown(self, timeout_s: float) -> bool:
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            log.error("Connector %s did not stop within %.1f s; abandoning its thread",
+                      self.name, timeout_s)
+            return False
+        return True
+
+    @property
+    def is_running(self) -> bool:
+        return self.state is State.RUNNING
+
+    def fail(self, error: BaseException) -> None:
+        self._commands.put(("fail", error, None))
+
+    # --- connector thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self.connector.initialize(self._context)
+        except Exception as exc:
+            self._set_failed(exc)
+        else:
+            self._transition(self.target_state)
+        while True:
+            command, arg, future = self._commands.get()
+            if command == "shutdown":
+                self._stop_connector()
+                if self.state is not State.FAILED:
+                    self.status.connector(self.name, State.UNASSIGNED)
+                return
+            if command == "transition":
+                self._transition(arg)
+            elif command == "fail":
+                self._stop_connector()
+                self._set_failed(arg)
+            elif command == "task_configs" and future is not None:
+                self._task_configs(arg, future)
+
+    def _transition(self, target: TargetState) -> None:
+        if target is TargetState.STOPPED:
+            # KIP-875: STOPPED wins over FAILED, and a failure while stopping still stops.
+            self._stop_connector()
+            self._set_state(State.STOPPED)
+            return
+        if self.state is State.FAILED:
+            return  # only a restart (a new WorkerConnector) leaves FAILED
+        if target is TargetState.STARTED:
+            if not self._started:
+                try:
+                    self.connector.start(self.config)
+                    self._started = True
+                except Exception as exc:
+                    self._stop_connector(force=True)
+                    self._set_failed(exc)
+                    return
+            self._set_state(State.RUNNING)
+        else:
+            # A paused connector instance is stopped (its tasks are only paused); resuming
+            # starts it again and regenerates task configs.
+            self._stop_connector()
+            self._set_state(State.PAUSED)
+
+    def _task_configs(self, max_tasks: int, future: Future[list[dict[str, str]]]) -> None:
+        if not self._started:
+            future.set_exception(RuntimeError(f"Connector {self.name} is not running"))
+            return
+        try:
+            configs = self.connector.task_configs(max_tasks)
+            future.set_result([{str(k): str(v) for k, v in c.items()} for c in configs])
+        except Exception as exc:
+            future.set_exception(exc)
+            self._stop_connector()
+            self._set_failed(exc)
+
+    def _stop_connector(self, force: bool = False) -> None:
+        if not (self._started or force):
+            return
+        self._started = False
+        try:
+            self.connector.stop()
+        except Exception:
+            log.exception("Connector %s raised from stop()", self.name)
+
+    def _set_state(self, state: State) -> None:
+        self.state = state
+        self.status.connector(self.name, state)
+
+    def _set_failed(self, error: BaseException) -> None:
+        log.error("Connector %s failed", self.name, exc_info=error)
+        self.state = State.FAILED
+        self.status.connector(self.name, State.FAILED, error)

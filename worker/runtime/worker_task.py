@@ -1,0 +1,134 @@
+"""WorkerTask: the thread that runs one task, its target state and its status.
+
+Subclasses implement ``execute()`` (the task loop, which returns when ``stopping`` is set)
+and ``close()``. A task that raises goes FAILED with its stack trace and never takes the
+worker down. ``stop()`` asks the task to stop and calls the plugin's ``stop()`` from a
+separate thread (it is meant to interrupt a blocking ``poll``/``put``); ``await_stop`` waits
+a bounded time, after which the thread is abandoned and reported.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+from worker.api.task import Task
+from worker.runtime.status import StatusReporter
+from worker.storage.base import State, TargetState, TaskId
+
+log = logging.getLogger(__name__)
+
+
+class WorkerTask(ABC):
+    def __init__(self, task_id: TaskId, task: Task, task_config: dict[str, str],
+                 target_state: TargetState, status: StatusReporter) -> None:
+        self.id = task_id
+        self.task = task
+        self.task_config = task_config
+        self.connector_config: dict[str, str] = {}  # set by the Worker; restart on change
+        self.status = status
+        self.stopping = threading.Event()
+        self.failed = False
+        self._target = target_state
+        self._state_changed = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name=f"task-{task_id.connector}-"
+                                        f"{task_id.task}", daemon=True)
+
+    # --- control, from the herder thread ------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def transition_to(self, target: TargetState) -> None:
+        with self._state_changed:
+            self._target = target
+            self._state_changed.notify_all()
+
+    @property
+    def target_state(self) -> TargetState:
+        return self._target
+
+    def stop(self) -> None:
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        with self._state_changed:
+            self._state_changed.notify_all()
+        self._interrupt()
+
+    def await_stop(self, timeout_s: float) -> bool:
+        """Wait for the thread to end; False if it is still running (then abandoned)."""
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            log.error("Task %s did not stop within %.1f s; abandoning its thread", self.id,
+                      timeout_s)
+            return False
+        return True
+
+    # --- inside the task thread ----------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self.initialize()
+            if not self.stopping.is_set():
+                self.status.task(self.id, State.RUNNING)
+                self.execute()
+        except Exception as exc:  # any plugin failure: FAILED with its trace, worker lives on
+            self.failed = True
+            if not self.stopping.is_set():
+                log.error("Task %s failed", self.id, exc_info=True)
+            self.status.task(self.id, State.FAILED, exc)
+        finally:
+            try:
+                self.close()
+            except Exception:
+                log.exception("Task %s failed while closing", self.id)
+            if not self.failed:
+                self.status.task(self.id, State.UNASSIGNED)
+
+    def await_unpaused(self) -> bool:
+        """Block while the target state is PAUSED; return False when stopping."""
+        if self._target is not TargetState.PAUSED:
+            return not self.stopping.is_set()
+        self.on_pause()
+        self.status.task(self.id, State.PAUSED)
+        with self._state_changed:
+            while self._target is TargetState.PAUSED and not self.stopping.is_set():
+                self._state_changed.wait(1.0)
+        if self.stopping.is_set():
+            return False
+        self.on_resume()
+        self.status.task(self.id, State.RUNNING)
+        return True
+
+    def _interrupt(self) -> None:
+        # The plugin's stop() may block; never let it block the caller.
+        threading.Thread(target=_call_quietly, args=(self.task.stop, self.id),
+                         name=f"stop-{self.id.connector}-{self.id.task}", daemon=True).start()
+
+    @abstractmethod
+    def initialize(self) -> None:
+        """Create clients and start the plugin task."""
+
+    @abstractmethod
+    def execute(self) -> None:
+        """The task loop; returns once ``stopping`` is set."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Commit what can be committed and release clients."""
+
+    def on_pause(self) -> None:
+        """Hook: the task is about to pause."""
+
+    def on_resume(self) -> None:
+        """Hook: the task resumed."""
+
+
+def _call_quietly(fn: Callable[[], None], task_id: TaskId) -> None:
+    try:
+        fn()
+    except Exception:
+        log.exception("Task %s raised from stop()", task_id)

@@ -1,0 +1,20 @@
+"""SQL storage backend (SQLAlchemy): the standalone default, SQLite file or any SQLAlchemy URL.
+
+Build one ``SqlDatabase(url)`` and hand it to the three stores; they share its engine.
+"""
+
+from __future__ import annotations
+
+from worker.storage.sql.database import SqlDatabase
+from worker.storage.sql.stores import (
+    SqlConfigBackingStore,
+    SqlOffsetBackingStore,
+    SqlStatusBackingStore,
+)
+
+__all__ = [
+    "SqlConfigBackingStore",
+    "SqlDatabase",
+    "SqlOffsetBackingStore",
+    "SqlStatusBackingStore",
+]

