@@ -15,10 +15,10 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from worker.config.worker_config import StandaloneConfig, WorkerConfig
-from worker.errors import ConfigError, ConnectError
+from worker.errors import ConfigError, ConnectError, PluginNotFoundError
 from worker.herder.base import Herder
 from worker.herder.standalone import StandaloneHerder
-from worker.plugins.registry import PluginRegistry, builtin_registry
+from worker.plugins.registry import PluginRegistry, PluginType, builtin_registry
 from worker.rest.app import create_app
 from worker.rest.server import RestServer
 from worker.runtime import kafka_clients
@@ -80,9 +80,24 @@ def worker_id(config: WorkerConfig) -> str:
     return f"{host}:{port}"
 
 
+def check_worker_converters(config: WorkerConfig, registry: PluginRegistry) -> None:
+    """Fail startup, naming the key, if a worker-level converter class is not installed.
+
+    Kafka's WorkerConfig rejects such a class at startup; without this check every task
+    would fail later instead.
+    """
+    for key in ("key.converter", "value.converter"):
+        class_name = str(config.get(key))
+        try:
+            registry.resolve(class_name, PluginType.CONVERTER)
+        except PluginNotFoundError as exc:
+            raise ConfigError(key, f"Class {class_name} could not be found.") from exc
+
+
 def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None = None
                      ) -> WorkerProcess:
     registry = registry or builtin_registry()
+    check_worker_converters(config, registry)
     cluster_id = kafka_cluster_id(config)
     database = SqlDatabase(config.sql_url)
     config_store = SqlConfigBackingStore(database)

@@ -91,7 +91,10 @@ def parse_type(name: str, value: Any, type_: Type) -> Any:
         if type_ in _INT_RANGES:
             if isinstance(value, bool):
                 raise ValueError
-            number = int(str(value).strip())
+            text = str(value).strip()
+            if "_" in text:  # int() accepts "1_000"; Kafka's parseInt/parseLong do not
+                raise ValueError
+            number = int(text)
             low, high = _INT_RANGES[type_]
             if not low <= number <= high:
                 raise ConfigException(name, value, f"Not a number of type {type_.value}")
@@ -208,7 +211,11 @@ class ConfigDef:
         """Validate every key, collecting errors instead of raising."""
         results: dict[str, ConfigValue] = {}
         for key in self._keys.values():
-            outcome = ConfigValue(key.name, props.get(key.name))
+            raw = props.get(key.name)
+            # A rejected password must stay wrapped: ConfigValue's repr must not show it.
+            if key.type is Type.PASSWORD and raw is not None and not isinstance(raw, Password):
+                raw = Password(raw)
+            outcome = ConfigValue(key.name, raw)
             try:
                 outcome.value = self._parse_key(key, props)
             except ConfigException as exc:
@@ -251,15 +258,20 @@ def in_range(minimum: float, maximum: float) -> Validator:
 def one_of(*allowed: str, case_sensitive: bool = False) -> Validator:
     def check(name: str, value: Any) -> None:
         candidates = allowed if case_sensitive else [a.lower() for a in allowed]
-        probe = value if case_sensitive else str(value).lower()
+        probe = _plain(value) if case_sensitive else _plain(value).lower()
         if probe not in candidates:
             raise ConfigException(name, value, f"String must be one of: {', '.join(allowed)}")
     return check
 
 
+def _plain(value: Any) -> str:
+    """The real text of a value (a Password's str() is "[hidden]")."""
+    return value.value if isinstance(value, Password) else str(value)
+
+
 def non_empty_string() -> Validator:
     def check(name: str, value: Any) -> None:
-        if not str(value).strip():
+        if not _plain(value).strip():
             raise ConfigException(name, value, "String may not be empty")
     return check
 

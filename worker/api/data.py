@@ -7,9 +7,10 @@ types so ``JsonConverter`` can write and read the ``{"schema", "payload"}`` enve
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class SchemaType(StrEnum):
@@ -53,11 +54,44 @@ class Schema:
         return next((f for f in self.fields if f.name == name), None)
 
 
-def struct_schema(name: str | None = None, optional: bool = False,
-                  **fields: Schema) -> Schema:
-    """A STRUCT schema with ``fields`` in the given order."""
+def struct_schema(
+    fields: Mapping[str, Schema] | str | None = None,
+    /,
+    optional: bool = False,
+    *,
+    name: str | None = None,
+    **field_kwargs: Schema,
+) -> Schema:
+    """A STRUCT schema with its fields in the given order.
+
+    Pass the fields as a mapping (any field name works, ``name`` and ``optional``
+    included)::
+
+        USER = struct_schema({"id": INT32_SCHEMA, "name": STRING_SCHEMA},
+                             name="com.example.User")
+
+    The keyword form ``struct_schema("com.example.Point", x=INT32_SCHEMA, y=INT32_SCHEMA)``
+    (schema name first) keeps working for fields whose names are Python identifiers other
+    than ``name`` and ``optional``.
+
+    Raises TypeError if the name is given twice, if fields come both as a mapping and as
+    keywords, or if a field's schema is not a :class:`Schema`.
+    """
+    if isinstance(fields, str):  # the original signature: the schema name comes first
+        if name is not None:
+            raise TypeError("struct_schema() got the schema name both positionally and as "
+                            "name=")
+        name, fields = fields, None
+    if fields is not None and field_kwargs:
+        raise TypeError("struct_schema() takes its fields either as a mapping or as keyword "
+                        "arguments, not both")
+    items = list((fields if fields is not None else field_kwargs).items())
+    for field_name, schema in items:
+        if not isinstance(schema, Schema):
+            raise TypeError(f"struct_schema(): field {field_name!r} needs a Schema, got "
+                            f"{type(schema).__name__}")
     return Schema(SchemaType.STRUCT, optional=optional, name=name,
-                  fields=tuple(Field(n, i, s) for i, (n, s) in enumerate(fields.items())))
+                  fields=tuple(Field(n, i, s) for i, (n, s) in enumerate(items)))
 
 
 def primitive(type_: SchemaType, optional: bool = False) -> Schema:
@@ -91,8 +125,13 @@ class Struct:
         return self
 
 
-@dataclass(frozen=True)
-class SchemaAndValue:
+class SchemaAndValue(NamedTuple):
+    """A converted key or value and its schema (None = schemaless).
+
+    A NamedTuple rather than a dataclass: converters create two per record on the sink
+    path, and tuple construction is several times cheaper.
+    """
+
     schema: Schema | None
     value: Any
 

@@ -30,7 +30,8 @@ class ConnectRecord:
         self.value_schema = value_schema
         self.value = value
         self.timestamp = timestamp
-        self.headers: list[Header] = list(headers) if headers else []
+        # A tuple: records are passed between stages, never mutated in place.
+        self.headers: tuple[Header, ...] = tuple(headers) if headers else ()
 
     def _fields(self) -> dict[str, Any]:
         return {name: getattr(self, name) for cls in type(self).__mro__
@@ -65,8 +66,16 @@ class SourceRecord(ConnectRecord):
                  kafka_partition: int | None = None, key_schema: Schema | None = None,
                  key: Any = None, value_schema: Schema | None = None, value: Any = None,
                  timestamp: int | None = None, headers: Iterable[Header] | None = None) -> None:
-        ConnectRecord.__init__(self, topic, kafka_partition, key_schema, key, value_schema,
-                               value, timestamp, headers)
+        # Assigned inline rather than via ConnectRecord.__init__: tasks create one of these
+        # per record, so the extra call is measurable.
+        self.topic = topic
+        self.kafka_partition = kafka_partition
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.timestamp = timestamp
+        self.headers = tuple(headers) if headers else ()
         self.source_partition = source_partition
         self.source_offset = source_offset
 
@@ -83,8 +92,14 @@ class SinkRecord(ConnectRecord):
                  headers: Iterable[Header] | None = None, original_topic: str | None = None,
                  original_kafka_partition: int | None = None,
                  original_kafka_offset: int | None = None) -> None:
-        ConnectRecord.__init__(self, topic, kafka_partition, key_schema, key, value_schema,
-                               value, timestamp, headers)
+        self.topic = topic  # inline, not ConnectRecord.__init__: one per consumed record
+        self.kafka_partition = kafka_partition
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.timestamp = timestamp
+        self.headers = tuple(headers) if headers else ()
         self.kafka_offset = kafka_offset
         self.timestamp_type = timestamp_type
         # Transformations may rename the topic; offsets are committed for the original.

@@ -27,6 +27,10 @@ from worker.api import (
 from worker.api.data import OPTIONAL_BYTES_SCHEMA, OPTIONAL_STRING_SCHEMA
 from worker.connectors.json_converter import JsonConverter
 
+# tuple.__new__ builds the NamedTuple in C; SchemaAndValue(...) runs a Python-level
+# __new__, which costs as much as the rest of the decode on the sink's hot path.
+_new_pair = tuple.__new__
+
 __all__ = ["ByteArrayConverter", "JsonConverter", "StringConverter"]
 
 
@@ -84,7 +88,8 @@ class StringConverter(_HeaderConverterMixin, Converter):
         if data is None:
             return SchemaAndValue(OPTIONAL_STRING_SCHEMA, None)
         try:
-            return SchemaAndValue(OPTIONAL_STRING_SCHEMA, bytes(data).decode(self._encoding))
+            text = (data if type(data) is bytes else bytes(data)).decode(self._encoding)
+            return _new_pair(SchemaAndValue, (OPTIONAL_STRING_SCHEMA, text))
         except UnicodeError as exc:
             raise DataException(f"Failed to deserialize string on topic {topic}: {exc}"
                                 ) from exc

@@ -12,7 +12,8 @@ Values are deterministic so that a consumer can check for gaps and duplicates:
 - ``format=json``: a schemaless dict ``{"task", "seq", "ts", "payload"}`` whose compact JSON is
   about ``message.size`` bytes (``payload`` is the padding, ``ts`` the poll time in ms).
 
-The key is ``str(seq)`` (schema STRING) in both formats.
+The key is the task number as a string (schema STRING) in both formats, so with the
+default partitioner all records of one task land in one partition, in sequence order.
 """
 
 from __future__ import annotations
@@ -155,6 +156,7 @@ class SequenceGeneratorTask(SourceTask):
             fixed = len(self._prefix) + 13
             self._fits = fixed <= self._size
             self._padding = "x" * max(self._size - fixed, 0)
+        self._key = str(self._task)
         offset = self.context.offset_storage_reader.offset(self._partition)
         self._next_seq = 0 if offset is None else _check_seq(offset) + 1
 
@@ -179,10 +181,11 @@ class SequenceGeneratorTask(SourceTask):
         if not self._fits:
             return self._truncated_records(start, end)
         # The hot loop: positional args, shared partition dict, precomputed padding.
-        partition, topic, prefix, pad, schema = (self._partition, self._topic, self._prefix,
-                                                 self._padding, STRING_SCHEMA)
+        partition, topic, prefix, pad, schema, key = (self._partition, self._topic,
+                                                      self._prefix, self._padding,
+                                                      STRING_SCHEMA, self._key)
         record = SourceRecord
-        return [record(partition, {"seq": seq}, topic, None, schema, str(seq), schema,
+        return [record(partition, {"seq": seq}, topic, None, schema, key, schema,
                        f"{prefix}{seq:012d}-{pad}") for seq in range(start, end)]
 
     def _throttle(self, wanted: int) -> int:
@@ -205,13 +208,13 @@ class SequenceGeneratorTask(SourceTask):
                                                self._padding, STRING_SCHEMA)
         ts = int(time.time() * 1000)
         record = SourceRecord
-        return [record(partition, {"seq": seq}, topic, None, schema, str(seq), None,
+        return [record(partition, {"seq": seq}, topic, None, schema, self._key, None,
                        {"task": task, "seq": seq, "ts": ts, "payload": pad})
                 for seq in range(start, end)]
 
     def _truncated_records(self, start: int, end: int) -> list[SourceRecord]:
         partition, topic, prefix, size = self._partition, self._topic, self._prefix, self._size
-        return [SourceRecord(partition, {"seq": seq}, topic, None, STRING_SCHEMA, str(seq),
+        return [SourceRecord(partition, {"seq": seq}, topic, None, STRING_SCHEMA, self._key,
                              STRING_SCHEMA, f"{prefix}{seq:012d}-"[:size])
                 for seq in range(start, end)]
 

@@ -5,6 +5,11 @@ writes are serialised without locks, and connector code never runs on a REST thr
 connector calls go to the connector's own thread and come back as futures. After each
 write the herder *reconciles*: it compares the stored configs and target states with what
 the worker runs and starts, stops, pauses or restarts exactly what differs.
+
+As in Kafka's StandaloneHerder, a config write answers once the connector has generated its
+task configs, so the returned ``ConnectorInfo`` lists the tasks. The connector computes them
+on its own thread; if it takes longer than ``TASK_CONFIGS_WAIT_S`` (e.g. a ``start()`` that
+hangs) the write answers anyway with the tasks stored so far, rather than hang the request.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 REQUEST_TIMEOUT_S = 90.0
+TASK_CONFIGS_WAIT_S = 5.0
 VERSION = "0.1.0"
 
 
@@ -53,6 +59,9 @@ class StandaloneHerder(AbstractHerder):
         self._needs_task_configs: set[str] = set()
         self._restart_connectors: set[str] = set()
         self._restart_tasks: set[TaskId] = set()
+        # Per connector: resolved once its latest task-config request has been applied (or
+        # superseded), so that a config write can answer with the new tasks.
+        self._task_configs_applied: dict[str, Future[None]] = {}
         self._running = False
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -70,12 +79,17 @@ class StandaloneHerder(AbstractHerder):
             return
         self._running = False
         try:
-            self._call(self.worker.stop)
+            self._call(self._stop_worker)
         finally:
             self._requests.put(None)
             self._thread.join(REQUEST_TIMEOUT_S)
             for store in (self.config_store, self.offset_store, self.status_store):
                 store.stop()
+
+    def _stop_worker(self) -> None:
+        self.worker.stop()
+        for name in list(self._task_configs_applied):
+            self._settle_task_configs(name)
 
     def server_info(self) -> ServerInfo:
         return ServerInfo(VERSION, "unknown", self.kafka_cluster_id)
@@ -91,15 +105,16 @@ class StandaloneHerder(AbstractHerder):
             raise AlreadyExistsError(f"Connector {name} already exists")
         self.validate_or_raise(config)
 
-        def write() -> Created:
+        def write() -> tuple[bool, Future[None] | None]:
             created = not self.config_store.snapshot().contains(name)
             if not created and not allow_replace:
                 raise AlreadyExistsError(f"Connector {name} already exists")
             self.config_store.put_connector_config(
                 name, config, (initial_state or TargetState.STARTED) if created else None)
             self._reconcile()
-            return Created(created, self.connector_info(name))
-        return self._call(write)
+            return created, self._task_configs_applied.get(name)
+        created, applied = self._call(write)
+        return Created(created, self._info_after_task_configs(name, applied))
 
     def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
                                ) -> ConnectorInfo:
@@ -108,13 +123,26 @@ class StandaloneHerder(AbstractHerder):
         merged["name"] = name
         self.validate_or_raise(merged)
 
-        def write() -> ConnectorInfo:
+        def write() -> Future[None] | None:
             if not self.config_store.snapshot().contains(name):
                 raise not_found(name)
             self.config_store.put_connector_config(name, merged)
             self._reconcile()
-            return self.connector_info(name)
-        return self._call(write)
+            return self._task_configs_applied.get(name)
+        return self._info_after_task_configs(name, self._call(write))
+
+    def _info_after_task_configs(self, name: str, applied: Future[None] | None
+                                 ) -> ConnectorInfo:
+        """The connector's info once ``applied`` resolved (bounded by TASK_CONFIGS_WAIT_S)."""
+        # On the herder thread (no caller does that today) waiting would only block apply().
+        if applied is not None and threading.current_thread() is not self._thread:
+            try:
+                applied.result(TASK_CONFIGS_WAIT_S)
+            except TimeoutError:
+                log.warning("Connector %s did not generate task configs within %.0f s; "
+                            "answering with the tasks stored so far", name,
+                            TASK_CONFIGS_WAIT_S)
+        return self._call(lambda: self.connector_info(name))
 
     def delete_connector(self, name: str) -> None:
         def write() -> None:
@@ -211,6 +239,7 @@ class StandaloneHerder(AbstractHerder):
         for name in [n for n in worker.connectors if not snapshot.contains(n)]:
             worker.stop_tasks(worker.task_ids(name))
             worker.stop_connector(name)
+            self._settle_task_configs(name)
             self.status_store.delete_connector(name)
             self.status_store.delete_topics(name)
         for name, config in snapshot.connector_configs.items():
@@ -220,6 +249,8 @@ class StandaloneHerder(AbstractHerder):
                 self._restart_connectors.discard(name)
                 if running is not None:
                     worker.stop_connector(name)
+                    # A stopped connector never answers a pending task-config request.
+                    self._settle_task_configs(name)
                 self.worker.status.connector(name, State.UNASSIGNED)
                 worker.start_connector(name, config, target, self._on_reconfiguration_request)
                 self._needs_task_configs.add(name)
@@ -237,16 +268,21 @@ class StandaloneHerder(AbstractHerder):
                 self.status_store.delete_task(task.id)
             if stored:
                 self.config_store.put_task_configs(name, [])
-            self._needs_task_configs.discard(name)
+            # Requested once it runs again: resuming a stopped connector regenerates them.
+            self._needs_task_configs.add(name)
             return
         if name in self._needs_task_configs and target is TargetState.STARTED:
             self._needs_task_configs.discard(name)
             self._request_task_configs(name, config)
         desired = {TaskId(name, i): c for i, c in enumerate(stored)}
+        # While the connector computes new task configs, a changed connector config alone
+        # does not restart the tasks: they restart once, when the new task configs arrive
+        # (restarting now would run them briefly with the old task configs).
+        awaiting_configs = name in self._task_configs_applied
         stale = [t for t in worker.task_ids(name)
                  if t not in desired or t in self._restart_tasks
                  or worker.tasks[t].task_config != desired[t]
-                 or worker.tasks[t].connector_config != config]
+                 or (not awaiting_configs and worker.tasks[t].connector_config != config)]
         worker.stop_tasks(stale)
         for task in self.status_store.get_tasks(name):
             if task.id not in desired:
@@ -263,19 +299,36 @@ class StandaloneHerder(AbstractHerder):
         future = self.worker.request_task_configs(name, max_tasks)
         if future is None:
             return
+        self._settle_task_configs(name)  # a newer request supersedes the pending one
+        applied: Future[None] = Future()
+        self._task_configs_applied[name] = applied
 
         def apply() -> None:
-            snapshot = self.config_store.snapshot()
-            if (snapshot.connector_configs.get(name) != config
-                    or snapshot.target_state(name) is TargetState.STOPPED):
-                return  # superseded while the connector was computing
             try:
-                configs = future.result(0)
-            except Exception:
-                log.warning("Connector %s could not generate task configs", name,
-                            exc_info=True)
-                return
-            if configs != snapshot.tasks(name):
-                self.config_store.put_task_configs(name, configs)
-            self._reconcile()
+                snapshot = self.config_store.snapshot()
+                if (snapshot.connector_configs.get(name) != config
+                        or snapshot.target_state(name) is TargetState.STOPPED):
+                    return  # superseded while the connector was computing
+                try:
+                    configs = future.result(0)
+                except Exception:
+                    log.warning("Connector %s could not generate task configs", name,
+                                exc_info=True)
+                    return
+                if configs != snapshot.tasks(name):
+                    self.config_store.put_task_configs(name, configs)
+            finally:
+                self._settle_task_configs(name, applied)
+                # Also on failure: tasks held back while awaiting configs catch up now.
+                self._reconcile()
         future.add_done_callback(lambda _f: self._submit(apply))
+
+    def _settle_task_configs(self, name: str, only: Future[None] | None = None) -> None:
+        """Resolve the pending task-config future of ``name`` (only if it is ``only``)."""
+        pending = only if only is not None else self._task_configs_applied.get(name)
+        if pending is None:
+            return
+        if self._task_configs_applied.get(name) is pending:
+            del self._task_configs_applied[name]
+        if not pending.done():
+            pending.set_result(None)

@@ -28,6 +28,8 @@ PREDICATES_GROUP = "Predicates"
 ERROR_GROUP = "Error Handling"
 
 OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
+# Kafka's PrincipalConnectorClientConfigOverridePolicy allows exactly these.
+PRINCIPAL_OVERRIDES = frozenset({"sasl.jaas.config", "sasl.mechanism", "security.protocol"})
 
 
 COMMON = (
@@ -102,17 +104,20 @@ def enrich(definition: ConfigDef, config: Mapping[str, str], registry: PluginReg
                                 ("predicates", PluginType.PREDICATE, PREDICATES_GROUP)):
         for alias in aliases(config, prefix):
             type_key = f"{prefix}.{alias}.type"
+            # One group per alias, as Kafka names them ("Transforms: route").
+            alias_group = f"{group}: {alias}"
             extra = ConfigDef().define(type_key, Type.CLASS, NO_DEFAULT, Importance.HIGH,
-                                       f"Class for the '{alias}' {kind.value}.", group=group)
+                                       f"Class for the '{alias}' {kind.value}.",
+                                       group=alias_group)
             if prefix == "transforms":
                 extra = (extra
                          .define(f"{prefix}.{alias}.predicate", Type.STRING, None,
                                  Importance.MEDIUM,
                                  "The alias of a predicate gating this transformation.",
-                                 group=group)
+                                 group=alias_group)
                          .define(f"{prefix}.{alias}.negate", Type.BOOLEAN, False,
                                  Importance.MEDIUM, "Negate the predicate's result.",
-                                 group=group))
+                                 group=alias_group))
             enriched = enriched.merge(extra)
             class_name = config.get(type_key)
             if not class_name:
@@ -127,7 +132,8 @@ def enrich(definition: ConfigDef, config: Mapping[str, str], registry: PluginReg
             for key in own.keys.values():
                 renamed.define(f"{prefix}.{alias}.{key.name}", key.type, key.default,
                                key.importance, key.documentation, validator=key.validator,
-                               group=group, width=key.width, display_name=key.display_name)
+                               group=alias_group, width=key.width,
+                               display_name=key.display_name)
             enriched = enriched.merge(renamed)
     return enriched, errors
 
@@ -148,9 +154,16 @@ def extra_errors(config: Mapping[str, str], connector_type: str, override_policy
         if predicate and predicate not in aliases(config, "predicates"):
             errors[f"transforms.{alias}.predicate"] = (
                 f"Predicate '{predicate}' is not defined in 'predicates'")
+        negate = f"transforms.{alias}.negate"
+        if negate in config and not predicate:
+            errors[negate] = (f"Config '{negate}' was provided but there is no config "
+                              f"'transforms.{alias}.predicate' defining a predicate to be "
+                              "negated.")
     if override_policy != "All":
+        allowed = PRINCIPAL_OVERRIDES if override_policy == "Principal" else frozenset()
         for key in config:
-            if key.startswith(OVERRIDE_PREFIXES):
+            prefix = next((p for p in OVERRIDE_PREFIXES if key.startswith(p)), None)
+            if prefix is not None and key[len(prefix):] not in allowed:
                 errors[key] = (f"The '{override_policy}' policy does not allow '{key}' "
                                "to be overridden in the connector configuration.")
     return errors

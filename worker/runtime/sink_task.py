@@ -175,11 +175,14 @@ class WorkerSinkTask(WorkerTask):
         self._context.rewinds.clear()
 
     def _convert(self, messages: list[Message]) -> list[SinkRecord]:
+        # The hot path of every sink: per-record work is kept to what the record needs.
         records: list[SinkRecord] = []
+        append = records.append
         key_conv = self._key_converter.to_connect_data
         value_conv = self._value_converter.to_connect_data
-        chain = self._chain
+        chain = self._chain if self._chain else None
         current = self._current
+        last_topic, last_partition, tp = None, -1, None
         for msg in messages:
             error = msg.error()
             if error is not None:
@@ -193,27 +196,30 @@ class WorkerSinkTask(WorkerTask):
             topic = msg.topic()
             partition = msg.partition()
             offset = msg.offset()
-            current[TopicPartition(topic, partition)] = offset + 1
+            if partition != last_partition or topic != last_topic:
+                last_topic, last_partition = topic, partition
+                tp = TopicPartition(topic, partition)
+            current[tp] = offset + 1  # type: ignore[index]
             try:
-                key = key_conv(topic, msg.key())
-                value = value_conv(topic, msg.value())
+                key_schema, key = key_conv(topic, msg.key())
+                value_schema, value = value_conv(topic, msg.value())
+                ts_type, ts = msg.timestamp()
+                record = SinkRecord(topic, partition, key_schema, key, value_schema, value,
+                                    offset, ts if ts_type else None,
+                                    _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
+                                    msg.headers())
+                if chain is not None:
+                    record = chain.apply(record)
+                    if record is None:
+                        continue
             except Exception:
+                # errors.tolerance: "none" fails the task; "all" skips the record.
                 if not self._tolerate_errors:
                     raise
-                log.warning("Task %s: skipped %s-%d@%d, conversion failed", self.id, topic,
-                            partition, offset, exc_info=True)
+                log.warning("Task %s: skipped %s-%d@%d, conversion or transformation "
+                            "failed", self.id, topic, partition, offset, exc_info=True)
                 continue
-            ts_type, ts = msg.timestamp()
-            headers = msg.headers()
-            record = SinkRecord(topic, partition, key.schema, key.value, value.schema,
-                                value.value, offset, ts if ts_type else None,
-                                _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
-                                headers)
-            if chain:
-                record = chain.apply(record)
-                if record is None:
-                    continue
-            records.append(record)
+            append(record)
         return records
 
     def _warn_once(self, error: KafkaError) -> None:

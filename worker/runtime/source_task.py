@@ -14,7 +14,7 @@ from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SourceRecord
 from worker.api.task import RecordMetadata, SourceTask, SourceTaskContext
 from worker.runtime.chain import TransformationChain
-from worker.runtime.offsets import StoreOffsetReader, SubmittedOffsets
+from worker.runtime.offsets import OffsetTracker, StoreOffsetReader
 from worker.runtime.status import StatusReporter
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import OffsetBackingStore, TargetState, TaskId
@@ -22,6 +22,8 @@ from worker.storage.base import OffsetBackingStore, TargetState, TaskId
 log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.1
+DELIVERY_POLL_INTERVAL_S = 0.05
+_NOTHING = object()
 
 
 class _Context(SourceTaskContext):
@@ -68,20 +70,31 @@ class WorkerSourceTask(WorkerTask):
         self._tolerate_errors = tolerate_errors
         self._on_topic = on_topic
         self._seen_topics: set[str] = set()
-        self._submitted = SubmittedOffsets()
+        self._tracker = OffsetTracker()
+        self._delivery_error: KafkaException | None = None
         self._producer: Producer | None = None
         # Per-record acknowledgement callbacks cost time; only pay for them when the task
         # overrides commit_record.
         self._wants_commit_record = (type(task).commit_record is not SourceTask.commit_record)
 
     def initialize(self) -> None:
-        self._producer = Producer(self._producer_config)
+        config: dict[str, Any] = dict(self._producer_config)
+        # Successful deliveries are confirmed in bulk by flush() at commit time; only
+        # failures call back (per-record callbacks cost more than the rest of the path),
+        # unless the task wants commit_record for each record.
+        config["on_delivery"] = self._on_delivery
+        if not self._wants_commit_record:
+            config["delivery.report.only.error"] = True
+        self._producer = Producer(config)
         reader = StoreOffsetReader(self._offset_store, self.id.connector)
         self.source_task.initialize(_Context(self.task_config, reader))
         self.source_task.start(self.task_config)
 
     def execute(self) -> None:
+        producer = self._producer
+        assert producer is not None
         next_commit = time.monotonic() + self._flush_interval_s
+        next_poll = 0.0
         while not self.stopping.is_set():
             if not self.await_unpaused():
                 break
@@ -93,117 +106,152 @@ class WorkerSourceTask(WorkerTask):
                 records = None
             if records:
                 self._send(records)
-            self._producer.poll(0)  # type: ignore[union-attr]
-            error = self._submitted.first_error()
-            if error is not None:
-                raise ConnectException("Unrecoverable exception from producer send callback"
-                                       ) from error
+            now = time.monotonic()
+            if now >= next_poll:
+                # Serves delivery-failure reports; costs ~0.3 ms, so not after every batch.
+                producer.poll(0)
+                next_poll = now + DELIVERY_POLL_INTERVAL_S
+            self._raise_delivery_error()
             if time.monotonic() >= next_commit:
                 self.commit_offsets()
                 next_commit = time.monotonic() + self._flush_interval_s
 
+    def _on_delivery(self, err: Any, _msg: Any) -> None:
+        # librdkafka calls this from producer.poll()/flush(), i.e. on this task's thread.
+        if err is not None and self._delivery_error is None:
+            self._delivery_error = KafkaException(err)
+
+    def _record_callback(self, record: SourceRecord) -> Callable[[Any, Any], None]:
+        """Per-record delivery callback, only for tasks that override commit_record."""
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is not None:
+                self._on_delivery(err, msg)
+                return
+            metadata = RecordMetadata(msg.topic(), msg.partition(), msg.offset(),
+                                      msg.timestamp()[1])
+            try:
+                self.source_task.commit_record(record, metadata)
+            except Exception:
+                log.exception("Task %s: commit_record raised", self.id)
+        return on_delivery
+
+    def _raise_delivery_error(self) -> None:
+        if self._delivery_error is not None:
+            raise ConnectException("Unrecoverable exception from producer send callback"
+                                   ) from self._delivery_error
+
     def _send(self, records: list[SourceRecord]) -> None:
         producer = self._producer
         assert producer is not None
-        batch = self._submitted.new_batch()
-        track = self._submitted.track
-        chain = self._chain
+        chain = self._chain if self._chain else None
         key_conv = self._key_converter.from_connect_data
         value_conv = self._value_converter.from_connect_data
         produce = producer.produce
+        seen = self._seen_topics
+        plain = not self._wants_commit_record
+        # Sources often give a whole batch one key object (or None): converters are pure,
+        # so the previous record's serialized key is reused when the same object repeats.
+        last_key: Any = _NOTHING
+        last_key_topic = last_key_schema = key_bytes = None
         for record in records:
-            track(batch, record.source_partition, record.source_offset)
-            out = chain.apply(record) if chain else record
-            if out is None:
-                if self._wants_commit_record:
-                    self.source_task.commit_record(record, None)
-                continue
-            topic = out.topic
-            if topic not in self._seen_topics:
-                self._first_use(topic)
             try:
-                key = key_conv(topic, out.key_schema, out.key)
+                out = chain.apply(record) if chain is not None else record
+                if out is None:
+                    if not plain:
+                        self.source_task.commit_record(record, None)
+                    continue
+                topic = out.topic
+                if (out.key is not last_key or topic is not last_key_topic
+                        or out.key_schema is not last_key_schema):
+                    last_key, last_key_topic, last_key_schema = out.key, topic, out.key_schema
+                    key_bytes = key_conv(topic, last_key_schema, last_key)
+                key = key_bytes
                 value = value_conv(topic, out.value_schema, out.value)
             except Exception:
+                # errors.tolerance: "none" fails the task; "all" skips the record.
+                last_key = _NOTHING
                 if not self._tolerate_errors:
                     raise
-                log.warning("Task %s: skipped a record that failed conversion", self.id,
-                            exc_info=True)
+                log.warning("Task %s: skipped a record that failed transformation or "
+                            "conversion", self.id, exc_info=True)
                 continue
-            kwargs: dict[str, Any] = {}
-            if out.kafka_partition is not None:
-                kwargs["partition"] = out.kafka_partition
-            if out.timestamp is not None:
-                kwargs["timestamp"] = out.timestamp
-            if out.headers:
-                kwargs["headers"] = encode_headers(out.headers)
-            callback = (self._record_callback(batch, record) if self._wants_commit_record
-                        else batch.on_delivery)
-            batch.pending += 1
-            while True:
+            if topic not in seen:
+                self._first_use(topic)
+            if plain and out.kafka_partition is None and out.timestamp is None \
+                    and not out.headers:
                 try:
-                    produce(topic, value, key, on_delivery=callback, **kwargs)
-                    break
-                except BufferError:
-                    # librdkafka's queue is full: serve delivery reports, then retry.
-                    producer.poll(0.05)
-                    if self.stopping.is_set() and producer.poll(0) == 0:
-                        batch.pending -= 1
-                        batch.error = ConnectException("Task stopped while the producer "
-                                                       "queue was full")
-                        return
-                except KafkaException as exc:
-                    batch.pending -= 1
-                    raise ConnectException(f"Failed to send a record to {topic}") from exc
+                    produce(topic, value, key)  # the hot path: no per-record extras
+                except (BufferError, KafkaException):
+                    self._produce(produce, topic, value, key)
+            else:
+                kwargs: dict[str, Any] = {}
+                if self._wants_commit_record:
+                    kwargs["on_delivery"] = self._record_callback(record)
+                if out.kafka_partition is not None:
+                    kwargs["partition"] = out.kafka_partition
+                if out.timestamp is not None:
+                    kwargs["timestamp"] = out.timestamp
+                if out.headers:
+                    kwargs["headers"] = encode_headers(out.headers)
+                self._produce(produce, topic, value, key, **kwargs)
+        # Only a fully submitted batch counts: if it failed half-way, its offsets must not
+        # be committed by close() (its later records were never sent).
+        self._tracker.track(records)
 
-    def _record_callback(self, batch: Any, record: SourceRecord) -> Callable[[Any, Any], None]:
-        def on_delivery(err: Any, msg: Any) -> None:
-            batch.on_delivery(err, msg)
-            if err is None:
-                metadata = RecordMetadata(msg.topic(), msg.partition(), msg.offset(),
-                                          msg.timestamp()[1])
-                try:
-                    self.source_task.commit_record(record, metadata)
-                except Exception:
-                    log.exception("Task %s: commit_record raised", self.id)
-        return on_delivery
+    def _produce(self, produce: Callable[..., None], topic: str, value: bytes | None,
+                 key: bytes | None, **kwargs: Any) -> None:
+        while True:
+            try:
+                produce(topic, value, key, **kwargs)
+                return
+            except BufferError:
+                # librdkafka's queue is full: serve delivery reports, then retry.
+                self._producer.poll(0.05)  # type: ignore[union-attr]
+                if self.stopping.is_set():
+                    raise ConnectException("Task stopped while the producer queue was full"
+                                           ) from None
+            except KafkaException as exc:
+                raise ConnectException(f"Failed to send a record to {topic}") from exc
 
     def _first_use(self, topic: str) -> None:
         self._seen_topics.add(topic)
         if self._on_topic is not None:
             self._on_topic(topic)
 
-    def commit_offsets(self, flush: bool = False) -> None:
-        """Commit offsets of acknowledged records (after flushing the producer if asked)."""
+    def commit_offsets(self) -> bool:
+        """Flush the producer, then commit the offsets of everything it acknowledged.
+
+        Returns False (and commits nothing) if records are still unacknowledged after
+        ``offset.flush.timeout.ms`` or a delivery failed; the offsets are kept for the
+        next attempt.
+        """
         producer = self._producer
-        if producer is None:
-            return
-        if flush:
-            remaining = producer.flush(self._flush_timeout_s)
-            if remaining:
-                log.warning("Task %s: %d records still unacknowledged after %.1f s; their "
-                            "offsets are not committed", self.id, remaining,
-                            self._flush_timeout_s)
-        else:
-            producer.poll(0)
-        items = self._submitted.take_committable()
-        if not items:
-            return
+        if producer is None or not self._tracker:
+            return True
+        remaining = producer.flush(self._flush_timeout_s)
+        if remaining:
+            log.warning("Task %s: %d records still unacknowledged after %.1f s; offsets "
+                        "not committed this time", self.id, remaining, self._flush_timeout_s)
+            return False
+        if self._delivery_error is not None:
+            return False
+        items = self._tracker.take()
         try:
             self._offset_store.put(self.id.connector, items)
         except Exception:
-            self._submitted.restore(items)
+            self._tracker.restore(items)
             log.exception("Task %s: offset commit failed; will retry", self.id)
-            return
+            return False
         try:
             self.source_task.commit()
         except Exception:
             log.exception("Task %s: commit() raised", self.id)
+        return True
 
     def close(self) -> None:
         try:
-            # Offsets of acknowledged records are safe to commit even after a failure.
-            self.commit_offsets(flush=not self.failed)
+            # After a failure, commit only if every record sent was still acknowledged.
+            self.commit_offsets()
             if self.failed and not self.stopping.is_set():
                 self.source_task.stop()
         finally:

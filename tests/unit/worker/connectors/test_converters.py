@@ -32,9 +32,8 @@ def s(type_: SchemaType, optional: bool = False, **kwargs: Any) -> Schema:
     return Schema(type_, optional=optional, **kwargs)
 
 
-# struct_schema() cannot take a field called "name" (it is its own parameter).
-USER = Schema(SchemaType.STRUCT, name="com.example.User",
-              fields=(Field("id", 0, INT32_SCHEMA), Field("name", 1, OPTIONAL_STRING_SCHEMA)))
+USER = struct_schema({"id": INT32_SCHEMA, "name": OPTIONAL_STRING_SCHEMA},
+                     name="com.example.User")
 
 # (schema, value, JSON exactly as Kafka's JsonConverter writes it)
 ENVELOPES = [

@@ -1,0 +1,203 @@
+"""worker.config.worker_config: defaults, typed values, unused keys, StandaloneConfig.sql_url."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from worker.config.worker_config import JSON_CONVERTER, StandaloneConfig, WorkerConfig
+from worker.errors import ConfigError
+
+SECRET = "pa55-w0rd-xyzzy"
+LOGGER = "worker.config.worker_config"
+
+
+class TestDefaults:
+    def test_defaults_of_an_empty_config(self) -> None:
+        config = WorkerConfig({})
+
+        assert config.get("bootstrap.servers") == ["localhost:9092"]
+        assert config.bootstrap_servers == "localhost:9092"
+        assert config.get("key.converter") == JSON_CONVERTER
+        assert config.get("value.converter") == JSON_CONVERTER
+        assert config.listeners == ["http://:8083"]
+        assert config.get("offset.flush.interval.ms") == 60000
+        assert config.get("offset.flush.timeout.ms") == 5000
+        assert config.get("task.shutdown.graceful.timeout.ms") == 5000
+        assert config.get("plugin.path") == []
+        assert config.get("plugin.discovery") == "hybrid_warn"
+        assert config.get("topic.tracking.enable") is True
+        assert config.get("topic.tracking.allow.reset") is True
+        assert config.get("connector.client.config.override.policy") == "All"
+        assert config.get("rest.advertised.port") is None
+        assert config.unused == []
+
+    def test_unknown_key_is_not_readable_with_get(self) -> None:
+        with pytest.raises(KeyError):
+            WorkerConfig({}).get("storage.sql.url")  # a standalone-only key
+
+
+class TestTypedValues:
+    def test_values_are_parsed_to_their_types(self) -> None:
+        config = WorkerConfig({
+            "bootstrap.servers": "b1:9092, b2:9092",
+            "listeners": "http://127.0.0.1:8083,https://:8443",
+            "offset.flush.interval.ms": "1000",
+            "topic.tracking.enable": "FALSE",
+            "rest.advertised.port": "18083",
+            "plugin.path": "/opt/a, /opt/b",
+        })
+
+        assert config.get("bootstrap.servers") == ["b1:9092", "b2:9092"]
+        assert config.bootstrap_servers == "b1:9092,b2:9092"
+        assert config.listeners == ["http://127.0.0.1:8083", "https://:8443"]
+        assert config.get("offset.flush.interval.ms") == 1000
+        assert config.get("topic.tracking.enable") is False
+        assert config.get("rest.advertised.port") == 18083
+        assert config.get("plugin.path") == ["/opt/a", "/opt/b"]
+
+    def test_originals_keep_raw_strings(self) -> None:
+        config = WorkerConfig({"offset.flush.interval.ms": "1000", "custom": 5})  # type: ignore[dict-item]
+
+        assert config.originals == {"offset.flush.interval.ms": "1000", "custom": "5"}
+
+    def test_listeners_returns_a_copy(self) -> None:
+        config = WorkerConfig({})
+        config.listeners.append("http://:1")
+        assert config.listeners == ["http://:8083"]
+
+    @pytest.mark.parametrize("mode", ["only_scan", "HYBRID_FAIL", "service_load"])
+    def test_plugin_discovery_modes(self, mode: str) -> None:
+        assert WorkerConfig({"plugin.discovery": mode}).get("plugin.discovery") == mode
+
+
+class TestBadValues:
+    @pytest.mark.parametrize(("key", "value"), [
+        ("offset.flush.interval.ms", "soon"),
+        ("offset.flush.interval.ms", "0"),
+        ("offset.flush.timeout.ms", "-1"),
+        ("task.shutdown.graceful.timeout.ms", "1.5"),
+        ("rest.advertised.port", "http"),
+        ("topic.tracking.enable", "yes"),
+        ("plugin.discovery", "scan_everything"),
+        ("connector.client.config.override.policy", "all"),  # case-sensitive, as in Kafka
+    ])
+    def test_bad_value_raises_config_error_naming_key(self, key: str, value: str) -> None:
+        with pytest.raises(ConfigError) as info:
+            WorkerConfig({key: value})
+
+        assert info.value.key == key
+        assert key in str(info.value)
+        assert isinstance(info.value.__cause__, ValueError)
+
+    def test_bad_value_message_has_the_reason(self) -> None:
+        with pytest.raises(ConfigError, match="at least 1"):
+            WorkerConfig({"offset.flush.interval.ms": "0"})
+
+
+class TestUnusedKeys:
+    def test_unused_keys_are_logged_but_not_fatal(self, caplog: pytest.LogCaptureFixture
+                                                  ) -> None:
+        caplog.set_level(logging.INFO, logger=LOGGER)
+
+        config = WorkerConfig({"rest.port": "8083", "my.db.password": SECRET,
+                               "bootstrap.servers": "b:9092"})
+
+        assert config.unused == ["my.db.password", "rest.port"]
+        messages = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+        assert any("my.db.password" in m for m in messages)
+        assert any("rest.port" in m for m in messages)
+        assert config.originals["my.db.password"] == SECRET
+
+    def test_values_are_never_logged(self, caplog: pytest.LogCaptureFixture) -> None:
+        caplog.set_level(logging.DEBUG)
+
+        WorkerConfig({"sasl.jaas.config.typo": SECRET, "unused.secret": SECRET,
+                      "consumer.sasl.jaas.config": SECRET})
+
+        assert caplog.records, "unused keys should have been logged"
+        assert SECRET not in caplog.text
+        for record in caplog.records:
+            assert SECRET not in record.getMessage()
+            assert all(SECRET not in str(arg) for arg in (record.args or ()))
+
+    def test_passthrough_prefixes_are_not_reported(self, caplog: pytest.LogCaptureFixture
+                                                   ) -> None:
+        caplog.set_level(logging.INFO, logger=LOGGER)
+        keys = ["producer.acks", "consumer.session.timeout.ms", "admin.retries",
+                "key.converter.schemas.enable", "value.converter.schemas.enable",
+                "header.converter.x", "listeners.https.ssl.keystore.location",
+                "admin.listeners.https.ssl.key.password", "config.providers.file.class",
+                "ssl.truststore.location", "sasl.mechanism", "security.protocol",
+                "metric.reporters.x"]
+
+        config = WorkerConfig(dict.fromkeys(keys, "v"))
+
+        assert config.unused == []
+        assert not [r for r in caplog.records if r.name == LOGGER]
+
+
+class TestPrefixed:
+    def test_strips_prefix_and_keeps_raw_values(self) -> None:
+        config = WorkerConfig({"consumer.session.timeout.ms": "6000",
+                               "consumer.auto.offset.reset": "earliest",
+                               "producer.acks": "all", "consumerx.other": "no"})
+
+        assert config.prefixed("consumer.") == {"session.timeout.ms": "6000",
+                                                "auto.offset.reset": "earliest"}
+        assert config.prefixed("producer.") == {"acks": "all"}
+        assert config.prefixed("admin.") == {}
+
+    def test_prefix_equal_to_a_whole_key_gives_empty_name(self) -> None:
+        assert WorkerConfig({"x.": "1"}).prefixed("x.") == {"": "1"}
+
+
+class TestStandaloneConfig:
+    def test_standalone_defines_its_own_keys(self) -> None:
+        config = StandaloneConfig({"offset.storage.file.filename": "/tmp/o"})
+
+        assert config.get("offset.storage.file.filename") == "/tmp/o"
+        assert config.get("storage.sql.url") is None
+        assert "offset.storage.file.filename" not in config.unused
+
+    def test_common_keys_still_apply(self) -> None:
+        with pytest.raises(ConfigError) as info:
+            StandaloneConfig({"offset.flush.interval.ms": "never"})
+        assert info.value.key == "offset.flush.interval.ms"
+
+    def test_explicit_sql_url_wins(self, tmp_path: Path) -> None:
+        url = "postgresql+psycopg://connect@db:5432/connect"
+        config = StandaloneConfig({"storage.sql.url": url,
+                                   "offset.storage.file.filename": str(tmp_path / "o")})
+
+        assert config.sql_url == url
+
+    def test_sqlite_next_to_offsets_file(self, tmp_path: Path) -> None:
+        offsets = tmp_path / "data" / "connect.offsets"
+        config = StandaloneConfig({"offset.storage.file.filename": str(offsets)})
+
+        assert config.sql_url == f"sqlite:///{tmp_path.resolve() / 'data' / 'connect.offsets.db'}"
+
+    def test_relative_offsets_file_resolves_against_cwd(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(tmp_path)
+        config = StandaloneConfig({"offset.storage.file.filename": "state/connect.offsets"})
+
+        assert config.sql_url == \
+            f"sqlite:///{tmp_path.resolve() / 'state' / 'connect.offsets.db'}"
+
+    def test_default_database_in_cwd(self, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(tmp_path)
+
+        assert StandaloneConfig({}).sql_url == \
+            f"sqlite:///{tmp_path.resolve() / 'connect-standalone.db'}"
+
+    def test_empty_sql_url_falls_back(self, tmp_path: Path) -> None:
+        offsets = tmp_path / "o.offsets"
+        config = StandaloneConfig({"storage.sql.url": "  ",
+                                   "offset.storage.file.filename": str(offsets)})
+
+        assert config.sql_url == f"sqlite:///{tmp_path.resolve() / 'o.offsets.db'}"
