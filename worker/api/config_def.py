@@ -228,9 +228,7 @@ class ConfigDef:
         if key.name in props:
             value = parse_type(key.name, props[key.name], key.type)
         elif key.required:
-            raise ConfigException(key.name, None,
-                                  f'Missing required configuration "{key.name}" '
-                                  "which has no default value.")
+            raise ConfigException.missing(key.name)
         else:
             value = key.default
         if key.validator is not None and value is not None:

@@ -25,6 +25,14 @@ class ConfigException(ConnectException, ValueError):
         shown = "[hidden]" if _looks_secret(name) else value
         super().__init__(f"Invalid value {shown} for configuration {name}: {self.reason}")
 
+    @classmethod
+    def missing(cls, name: str) -> ConfigException:
+        """A required key without default is absent; worded exactly as Kafka words it."""
+        exc = cls(name, None, f'Missing required configuration "{name}" which has no '
+                              "default value.")
+        exc.args = (exc.reason,)
+        return exc
+
 
 def _looks_secret(name: str) -> bool:
     lowered = name.lower()

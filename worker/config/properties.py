@@ -9,11 +9,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from worker.errors import ConfigError
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -21,7 +23,9 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     pending: str | None = None
     start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # Only \n, \r and \r\n end a line in java.util.Properties (str.splitlines() would also
+    # split at \f, \v, U+2028, ...; \f is a key/value separator there).
+    for number, raw in enumerate(_LINE_BREAK.split(text), start=1):
         line = raw.lstrip(" \t\f")
         if pending is None:
             if not line or line[0] in "#!":
@@ -39,7 +43,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _unescape(text: str, where: str) -> str:
+def _unescape(text: str, key: str, where: str) -> str:
     chars: list[str] = []
     i = 0
     while i < len(text):
@@ -52,7 +56,7 @@ def _unescape(text: str, where: str) -> str:
         if nxt == "u":
             digits = text[i + 2:i + 6]
             if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                raise ConfigError(where, f"malformed \\uxxxx escape '\\u{digits}'")
+                raise ConfigError(key, f"malformed \\uxxxx escape '\\u{digits}' at {where}")
             chars.append(chr(int(digits, 16)))
             i += 6
             continue
@@ -84,10 +88,10 @@ def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
     for number, line in _logical_lines(text):
         raw_key, raw_value = _split(line)
         where = f"{source}:{number}"
-        key = _unescape(raw_key, where)
+        key = _unescape(raw_key, where, where)
         if not key:
             raise ConfigError(where, f"line has no key: {line[:40]!r}")
-        props[key] = _unescape(raw_value, key)
+        props[key] = _unescape(raw_value, key, where)
     return props
 
 
@@ -120,7 +124,10 @@ def load_connector_config(path: str | Path) -> dict[str, str]:
     if isinstance(data.get("config"), dict):
         config = dict(data["config"])
         if "name" in data:
-            config.setdefault("name", data["name"])
+            inner = config.setdefault("name", data["name"])
+            if inner != data["name"]:
+                raise ConfigError(str(path), "Connector name configuration in 'config' "
+                                             "doesn't match the one specified in 'name'")
     else:
         config = data
     return {str(k): _stringify(v) for k, v in config.items()}

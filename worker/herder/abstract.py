@@ -148,16 +148,20 @@ class AbstractHerder(Herder):
         for key, message in errors.items():
             values.setdefault(key, ConfigValue(key, config.get(key))).errors.append(message)
 
-        connector = desc.plugin_class()
+        def validate_plugin() -> tuple[ConfigDef, Mapping[str, ConfigValue]]:
+            connector = desc.plugin_class()
+            return connector.config(), connector.validate(dict(config))
+
         try:
-            own_values = call_with_timeout(lambda: connector.validate(dict(config)),
-                                           VALIDATION_TIMEOUT_S, f"validate-{class_name}")
+            # Plugin code (constructor, config(), validate()) on its own thread, bounded.
+            own_def, own_values = call_with_timeout(validate_plugin, VALIDATION_TIMEOUT_S,
+                                                    f"validate-{class_name}")
         except TimeoutError as exc:
             raise ConnectError(f"Validation of {class_name} timed out") from exc
         except Exception as exc:  # plugin code: report as a validation error, not a 500
+            own_def = ConfigDef()
             own_values = {"connector.class": ConfigValue("connector.class", class_name,
                                                          errors=[str(exc)])}
-        own_def = connector.config()
         return _config_infos(desc.class_name, definition, values, own_def, own_values, config)
 
     def validate_or_raise(self, config: Mapping[str, str]) -> None:

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 
-from worker.api.connector import SinkConnector
+from worker.api.connector import Connector, SinkConnector
 from worker.api.converter import Converter
 from worker.api.task import SinkTask, SourceTask
 from worker.config.worker_config import WorkerConfig
@@ -52,18 +52,20 @@ class Worker:
 
     def start_connector(self, name: str, config: Mapping[str, str], target: TargetState,
                         on_reconfiguration: Callable[[str], None]) -> None:
-        """Start a connector thread; failures are reported as FAILED, never raised."""
+        """Start a connector thread; failures (also of instantiation) are reported as FAILED
+        by that thread, never raised here."""
         if name in self.connectors:
             raise RuntimeError(f"Connector {name} is already running on this worker")
-        try:
-            connector = self.registry.new_instance(config["connector.class"], CONNECTOR_TYPES)
-        except Exception as exc:
-            log.error("Cannot instantiate connector %s", name, exc_info=True)
-            self.status.connector(name, State.FAILED, exc)
-            return
-        reader = (None if isinstance(connector, SinkConnector)
-                  else StoreOffsetReader(self.offset_store, name))
-        wc = WorkerConnector(name, connector, dict(config), target, self.status, reader,
+        class_name = config.get("connector.class", "")
+
+        def create() -> Connector:
+            return self.registry.new_instance(class_name, CONNECTOR_TYPES)
+
+        def reader(connector: Connector) -> StoreOffsetReader | None:
+            return (None if isinstance(connector, SinkConnector)
+                    else StoreOffsetReader(self.offset_store, name))
+
+        wc = WorkerConnector(name, create, dict(config), target, self.status, reader,
                              on_reconfiguration)
         self.connectors[name] = wc
         wc.start()
@@ -85,11 +87,12 @@ class Worker:
         if wc is None:
             return None
         result: Future[list[dict[str, str]]] = Future()
-        connector = wc.connector
 
         def decorate(raw: Future[list[dict[str, str]]]) -> None:
+            connector = wc.connector  # set by the connector thread before it answers
             try:
                 configs = raw.result()
+                assert connector is not None
                 task_class = connector.task_class()
             except Exception as exc:
                 result.set_exception(exc)

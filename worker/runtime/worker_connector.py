@@ -42,12 +42,14 @@ class _Context(SourceConnectorContext):
 class WorkerConnector:
     """States: created → RUNNING | PAUSED | STOPPED | FAILED; ``shutdown`` ends the thread."""
 
-    def __init__(self, name: str, connector: Connector, config: dict[str, str],
+    def __init__(self, name: str, factory: Callable[[], Connector], config: dict[str, str],
                  target_state: TargetState, status: StatusReporter,
-                 offset_reader: OffsetStorageReader | None,
+                 offset_reader: Callable[[Connector], OffsetStorageReader | None],
                  on_reconfiguration_request: Callable[[str], None]) -> None:
         self.name = name
-        self.connector = connector
+        self.connector: Connector | None = None  # created on the connector's own thread
+        self._factory = factory
+        self._offset_reader = offset_reader
         self.config = config
         self.target_state = target_state
         self.status = status
@@ -55,7 +57,7 @@ class WorkerConnector:
         self.state = State.UNASSIGNED
         self._started = False  # connector.start() returned and stop() not yet called
         self._commands: queue.Queue[tuple[str, Any, Future[Any] | None]] = queue.Queue()
-        self._context: ConnectorContext = _Context(self, offset_reader)
+        self._context: ConnectorContext | None = None
         self._thread = threading.Thread(target=self._run, name=f"connector-{name}",
                                         daemon=True)
 
@@ -95,7 +97,12 @@ class WorkerConnector:
 
     def _run(self) -> None:
         try:
-            self.connector.initialize(self._context)
+            # Instantiation is plugin code too: a failure (or hang) here stays on this thread,
+            # and the connector stays FAILED until restarted instead of being retried.
+            connector = self._factory()
+            self._context = _Context(self, self._offset_reader(connector))
+            connector.initialize(self._context)
+            self.connector = connector
         except Exception as exc:
             self._set_failed(exc)
         else:
@@ -125,6 +132,7 @@ class WorkerConnector:
             return  # only a restart (a new WorkerConnector) leaves FAILED
         if target is TargetState.STARTED:
             if not self._started:
+                assert self.connector is not None
                 try:
                     self.connector.start(self.config)
                     self._started = True
@@ -140,7 +148,7 @@ class WorkerConnector:
             self._set_state(State.PAUSED)
 
     def _task_configs(self, max_tasks: int, future: Future[list[dict[str, str]]]) -> None:
-        if not self._started:
+        if not self._started or self.connector is None:
             future.set_exception(RuntimeError(f"Connector {self.name} is not running"))
             return
         try:
@@ -152,7 +160,7 @@ class WorkerConnector:
             self._set_failed(exc)
 
     def _stop_connector(self, force: bool = False) -> None:
-        if not (self._started or force):
+        if self.connector is None or not (self._started or force):
             return
         self._started = False
         try:

@@ -38,14 +38,9 @@ class TestSeparators:
     def test_trailing_whitespace_of_value_is_kept(self) -> None:
         assert parse_properties("a=b  \t") == {"a": "b  \t"}
 
-    @pytest.mark.xfail(reason="text.splitlines() treats \\f (and \\v, \\x1c-\\x1e, \\x85, "
-                              "\\u2028/9) as line breaks; Java only breaks on \\n and \\r "
-                              "and treats \\f as a key/value separator", strict=True)
     def test_form_feed_is_a_separator(self) -> None:
         assert parse_properties("key\fvalue") == {"key": "value"}
 
-    @pytest.mark.xfail(reason="text.splitlines() splits a value at U+2028 (LINE SEPARATOR); "
-                              "Java keeps it in the value", strict=True)
     def test_unicode_line_separator_stays_in_value(self) -> None:
         assert parse_properties("a=x\u2028y") == {"a": "x\u2028y"}
 
@@ -145,9 +140,6 @@ class TestMalformedUnicodeEscape:
         assert info.value.key == "secret.path"
         assert "secret.path" in str(info.value)
 
-    @pytest.mark.xfail(reason="a malformed \\u in a VALUE raises ConfigError(key) without the "
-                              "file and line (properties.py passes `key` as the location), "
-                              "unlike the same error in a key", strict=True)
     def test_in_value_names_source_and_line(self) -> None:
         with pytest.raises(ConfigError) as info:
             parse_properties("ok=1\nsecret.path=\\u00G1\n", "c.properties")
@@ -232,10 +224,6 @@ class TestLoadConnectorConfig:
 
         assert load_connector_config(path) == {"name": "n", "a": "1"}
 
-    @pytest.mark.xfail(reason="load_connector_config keeps config.name silently when it "
-                              "differs from the outer name; Kafka's ConnectStandalone fails "
-                              "(\"Connector name configuration in 'config' doesn't match the "
-                              "one specified in 'name'\")", strict=True)
     def test_json_create_request_form_name_mismatch(self, tmp_path: Path) -> None:
         path = tmp_path / "c.json"
         path.write_text(json.dumps({"name": "outer", "config": {"name": "inner"}}),

@@ -383,10 +383,6 @@ class TestMisbehavingConnectors:
         assert infos.error_count == 1
         assert infos.name == "test.RaisingValidateSource"
 
-    @pytest.mark.xfail(reason="validate_connector_config calls connector.config() outside "
-                              "the try that protects plugin code, so a connector whose "
-                              "config() raises crashes validation (RuntimeError) instead of "
-                              "being reported like a raising validate()", strict=True)
     def test_config_raising_is_reported_not_raised(self, herder: MinimalHerder) -> None:
         infos = herder.validate_connector_config({"name": "x", "connector.class":
                                                   "test.RaisingConfigSource"})
