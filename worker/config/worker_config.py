@@ -117,7 +117,12 @@ class WorkerConfig:
         for key in self.unused:
             # Logged, not fatal: a Kafka worker.properties must start unchanged. Values are
             # never logged (they may be secrets).
-            log.info("Worker config key %s is not used by connect-plane; ignoring it", key)
+            if key in KNOWN_UNUSED:
+                log.info("Worker config key %s is not used by connect-plane; ignoring it",
+                         key)
+            else:
+                log.warning("The configuration '%s' was supplied but isn't a known config.",
+                            key)
 
     def get(self, key: str) -> Any:
         return self._values[key]

@@ -210,7 +210,11 @@ class StandaloneHerder(AbstractHerder):
 
     def _submit(self, fn: Callable[[], Any]) -> None:
         """Queue work for the herder thread without waiting (from any thread)."""
-        self._requests.put((fn, Future()))
+        future: Future[Any] = Future()
+        # Nobody waits on this future: log a failure rather than lose it.
+        future.add_done_callback(lambda f: f.exception() and log.error(
+            "Herder background work failed", exc_info=f.exception()))
+        self._requests.put((fn, future))
 
     def _loop(self) -> None:
         while True:
@@ -220,10 +224,8 @@ class StandaloneHerder(AbstractHerder):
             fn, future = item
             try:
                 future.set_result(fn())
-            except BaseException as exc:  # handed to the waiting caller
+            except BaseException as exc:  # handed to whoever waits on the future
                 future.set_exception(exc)
-                if not future.done() or not isinstance(exc, ConnectError):
-                    log.debug("Herder request failed", exc_info=True)
 
     def _on_reconfiguration_request(self, name: str) -> None:
         def request() -> None:
