@@ -29,6 +29,9 @@ from worker.herder.models import (
     ConnectorInfo,
     ConnectorStateInfo,
     ConnectorType,
+    HealthStatus,
+    LoggerLevel,
+    LoggerScope,
     PluginInfo,
     TaskInfo,
     TaskState,
@@ -119,6 +122,27 @@ class AbstractHerder(Herder):
     def plugin_config(self, plugin: str) -> list[ConfigKeyInfo]:
         instance = self.registry.new_instance(plugin, None)
         return [_key_info(k) for k in instance.config().keys.values()]
+
+    # --- KIP-558 topics, KIP-495 loggers, KIP-1017 health (filled in by issue #3) ---------
+
+    def connector_active_topics(self, name: str) -> list[str]:
+        raise NotImplementedError
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        raise NotImplementedError
+
+    def loggers(self) -> dict[str, LoggerLevel]:
+        raise NotImplementedError
+
+    def logger_level(self, logger: str) -> LoggerLevel:
+        raise NotImplementedError
+
+    def set_logger_level(self, logger: str, level: str, scope: LoggerScope
+                         ) -> list[str] | None:
+        raise NotImplementedError
+
+    def health(self) -> HealthStatus:
+        raise NotImplementedError
 
     # --- validation --------------------------------------------------------------------
 

@@ -14,8 +14,14 @@ from worker.herder.models import (
     ConfigInfos,
     ConfigKeyInfo,
     ConnectorInfo,
+    ConnectorOffset,
+    ConnectorOffsets,
     ConnectorStateInfo,
     Created,
+    HealthStatus,
+    LoggerLevel,
+    LoggerScope,
+    Message,
     PluginInfo,
     ServerInfo,
     TaskInfo,
@@ -127,3 +133,57 @@ class Herder(ABC):
     @abstractmethod
     def plugin_config(self, plugin: str) -> list[ConfigKeyInfo]:
         """Config definition of a plugin. Raises NotFoundError."""
+
+    # --- KIP-875 offsets ---------------------------------------------------------------
+
+    @abstractmethod
+    def connector_offsets(self, name: str) -> ConnectorOffsets:
+        """Committed offsets: a source's from the offset store, a sink's from its consumer
+        group. Raises NotFoundError."""
+
+    @abstractmethod
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> Message:
+        """Alter offsets of a STOPPED connector after its ``alter_offsets`` hook agreed.
+
+        Raises NotFoundError, BadRequestError (not stopped; malformed offsets), and
+        ConflictError where a rebalance or pending task configs forbid it. A rejected
+        request changes nothing.
+        """
+
+    @abstractmethod
+    def reset_connector_offsets(self, name: str) -> Message:
+        """Reset all offsets of a STOPPED connector (idempotent; a sink's consumer group is
+        deleted, refused while it has active members). Same errors as alter."""
+
+    # --- KIP-558 active topics ---------------------------------------------------------
+
+    @abstractmethod
+    def connector_active_topics(self, name: str) -> list[str]:
+        """Topics the connector's tasks used, sorted. Raises NotFoundError, ForbiddenError
+        (``topic.tracking.enable=false``)."""
+
+    @abstractmethod
+    def reset_connector_active_topics(self, name: str) -> None:
+        """Forget the connector's active topics. Raises NotFoundError, ForbiddenError
+        (tracking or ``topic.tracking.allow.reset`` disabled)."""
+
+    # --- KIP-495 loggers, KIP-1017 health ----------------------------------------------
+
+    @abstractmethod
+    def loggers(self) -> dict[str, LoggerLevel]:
+        """The root logger and every logger whose level was set explicitly."""
+
+    @abstractmethod
+    def logger_level(self, logger: str) -> LoggerLevel:
+        """Raises NotFoundError for a logger that does not exist."""
+
+    @abstractmethod
+    def set_logger_level(self, logger: str, level: str, scope: LoggerScope
+                         ) -> list[str] | None:
+        """Set ``logger`` and its descendants; returns the loggers changed on this worker
+        (scope worker) or None (scope cluster: applied asynchronously everywhere). Raises
+        BadRequestError for an unknown level."""
+
+    @abstractmethod
+    def health(self) -> HealthStatus:
+        """Whether the worker finished starting and its herder thread is responsive."""

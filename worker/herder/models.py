@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from worker.storage.base import TaskId
 
@@ -111,3 +112,46 @@ class Created:
 
     created: bool
     info: ConnectorInfo
+
+
+@dataclass(frozen=True)
+class ConnectorOffset:
+    """KIP-875: one partition's offset. Sources: the connector's own partition/offset maps;
+    sinks: ``{"kafka_topic", "kafka_partition"}`` / ``{"kafka_offset"}``. None = reset."""
+
+    partition: dict[str, Any]
+    offset: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ConnectorOffsets:
+    offsets: list[ConnectorOffset]
+
+
+@dataclass(frozen=True)
+class Message:
+    """A ``{"message": ...}`` body (KIP-875's alter/reset responses)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class LoggerLevel:
+    """KIP-495: a logger's effective level and when it was last set through the API."""
+
+    level: str
+    last_modified: int | None = None
+
+
+class LoggerScope(StrEnum):
+    WORKER = "worker"
+    CLUSTER = "cluster"
+
+
+@dataclass(frozen=True)
+class HealthStatus:
+    """KIP-1017: ``status`` is ``healthy``, ``starting`` or ``unhealthy``."""
+
+    status: str
+    message: str
+    worker_thread_details: str | None = None

@@ -24,7 +24,15 @@ from typing import Any, TypeVar
 from worker.config.worker_config import WorkerConfig
 from worker.errors import AlreadyExistsError, ConnectError, NotFoundError
 from worker.herder.abstract import AbstractHerder, not_found
-from worker.herder.models import ConnectorInfo, ConnectorStateInfo, Created, ServerInfo
+from worker.herder.models import (
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorOffsets,
+    ConnectorStateInfo,
+    Created,
+    Message,
+    ServerInfo,
+)
 from worker.plugins.registry import PluginRegistry
 from worker.runtime.worker import Worker
 from worker.storage.base import (
@@ -195,6 +203,17 @@ class StandaloneHerder(AbstractHerder):
             self.config_store.put_target_state(name, target)
             self._reconcile()
         self._call(write)
+
+    # --- KIP-875 offsets (filled in by issue #3) -----------------------------------------
+
+    def connector_offsets(self, name: str) -> ConnectorOffsets:
+        raise NotImplementedError
+
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> Message:
+        raise NotImplementedError
+
+    def reset_connector_offsets(self, name: str) -> Message:
+        raise NotImplementedError
 
     # --- the herder thread ---------------------------------------------------------------
 

@@ -14,7 +14,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from worker.herder.base import Herder
 from worker.rest.errors import install_error_handlers
-from worker.rest.routes import connector_plugins, connectors, root
+from worker.rest.routes import (
+    connector_offsets,
+    connector_plugins,
+    connector_topics,
+    connectors,
+    loggers,
+    root,
+)
 
 log = logging.getLogger("worker.rest")
 
@@ -76,7 +83,8 @@ def create_app(herder: Herder) -> FastAPI:
         redirect_slashes=False,
     )
     app.state.herder = herder
-    for module in (root, connectors, connector_plugins):
+    for module in (root, connectors, connector_offsets, connector_topics, connector_plugins,
+                   loggers):
         app.include_router(module.router)
     install_error_handlers(app)
     # Added last = outermost: log every request, including those answered by the

@@ -26,9 +26,15 @@ from worker.herder.models import (
     ConfigKeyInfo,
     ConfigValueInfo,
     ConnectorInfo,
+    ConnectorOffset,
+    ConnectorOffsets,
     ConnectorStateInfo,
     ConnectorType,
     Created,
+    HealthStatus,
+    LoggerLevel,
+    LoggerScope,
+    Message,
     PluginInfo,
     ServerInfo,
     TaskInfo,
@@ -58,6 +64,9 @@ class FakeHerder(Herder):
         self.targets: dict[str, TargetState] = {}
         self.traces: dict[TaskId, str] = {}
         self.calls: list[tuple[Any, ...]] = []
+        self.offsets: dict[str, list[ConnectorOffset]] = {}
+        self.topics: dict[str, list[str]] = {}
+        self.levels: dict[str, LoggerLevel] = {"root": LoggerLevel("INFO")}
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -202,6 +211,58 @@ class FakeHerder(Herder):
         if plugin not in {p.class_name for p in PLUGINS} | {"FileStreamSink"}:
             raise NotFoundError(f"Unknown plugin {plugin}.")
         return [NAME_KEY]
+
+
+    # --- KIP-875 offsets: kept per connector; only STOPPED connectors may change them ----
+
+    def connector_offsets(self, name: str) -> ConnectorOffsets:
+        self._require(name)
+        return ConnectorOffsets(list(self.offsets.get(name, [])))
+
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> Message:
+        self._require(name)
+        self._require_stopped(name)
+        self.calls.append(("alter_offsets", name, offsets))
+        self.offsets[name] = [o for o in offsets if o.offset is not None]
+        return Message("The offsets for this connector have been altered successfully")
+
+    def reset_connector_offsets(self, name: str) -> Message:
+        self._require(name)
+        self._require_stopped(name)
+        self.offsets.pop(name, None)
+        return Message("The offsets for this connector have been reset successfully")
+
+    def _require_stopped(self, name: str) -> None:
+        if self.targets[name] is not TargetState.STOPPED:
+            raise BadRequestError("Connectors must be in the STOPPED state before their "
+                                  "offsets can be modified.")
+
+    # --- KIP-558 topics, KIP-495 loggers, KIP-1017 health -------------------------------
+
+    def connector_active_topics(self, name: str) -> list[str]:
+        self._require(name)
+        return sorted(self.topics.get(name, []))
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        self._require(name)
+        self.topics.pop(name, None)
+
+    def loggers(self) -> dict[str, LoggerLevel]:
+        return dict(self.levels)
+
+    def logger_level(self, logger: str) -> LoggerLevel:
+        if logger not in self.levels:
+            raise NotFoundError(f"Logger {logger} not found.")
+        return self.levels[logger]
+
+    def set_logger_level(self, logger: str, level: str, scope: LoggerScope
+                         ) -> list[str] | None:
+        self.levels[logger] = LoggerLevel(level.upper(), 0)
+        return None if scope is LoggerScope.CLUSTER else [logger]
+
+    def health(self) -> HealthStatus:
+        return HealthStatus("healthy", "Worker has completed startup and is ready to handle "
+                                       "requests.")
 
 
 @pytest.fixture
