@@ -128,6 +128,7 @@ class MinimalHerder(AbstractHerder):
     start = stop = server_info = put_connector_config = patch_connector_config = _unused
     delete_connector = restart_connector = restart_task = pause_connector = _unused
     resume_connector = stop_connector = _unused
+    connector_offsets = alter_connector_offsets = reset_connector_offsets = _unused
 
 
 # --- fixtures ---------------------------------------------------------------------------
