@@ -16,13 +16,15 @@ from confluent_kafka.admin import AdminClient
 
 from worker.config.worker_config import StandaloneConfig, WorkerConfig
 from worker.errors import ConfigError, ConnectError, PluginNotFoundError
-from worker.herder.base import Herder
+from worker.herder.abstract import AbstractHerder
 from worker.herder.standalone import StandaloneHerder
 from worker.plugins.registry import PluginRegistry, PluginType, builtin_registry
 from worker.rest.app import create_app
 from worker.rest.server import RestServer
 from worker.runtime import kafka_clients
+from worker.runtime.loggers import Loggers
 from worker.runtime.worker import Worker
+from worker.storage.cached import CachedConfigBackingStore, CachedStatusBackingStore
 from worker.storage.sql import (
     SqlConfigBackingStore,
     SqlDatabase,
@@ -37,19 +39,33 @@ CLUSTER_ID_TIMEOUT_S = 30.0
 
 @dataclass
 class WorkerProcess:
-    """A built worker: ``start()`` serves REST then starts the herder; ``stop()`` reverses."""
+    """A built worker: ``start()`` starts the herder then serves REST; ``stop()`` reverses.
+
+    ``GET /health`` reports ``starting`` (503) until the worker is ready: at the end of
+    ``start()``, or — with ``start(ready=False)``, as the CLI does — once ``mark_ready()``
+    is called after the command-line connectors were created (Kafka's standalone
+    readiness).
+    """
 
     config: WorkerConfig
-    herder: Herder
+    herder: AbstractHerder
     server: RestServer
 
-    def start(self) -> None:
-        self.server.start()
+    def start(self, *, ready: bool = True) -> None:
+        # The herder (and its stores) first: a request must never reach a herder whose
+        # storage is not open yet. REST then answers, /health with 503 until ready.
+        self.herder.start()
         try:
-            self.herder.start()
+            self.server.start()
         except BaseException:
-            self.server.stop()
+            self.herder.stop()
             raise
+        if ready:
+            self.mark_ready()
+
+    def mark_ready(self) -> None:
+        """KIP-1017: startup is complete; ``/health`` turns from 503 to 200."""
+        self.herder.mark_ready()
 
     def stop(self) -> None:
         try:
@@ -100,11 +116,12 @@ def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None =
     check_worker_converters(config, registry)
     cluster_id = kafka_cluster_id(config)
     database = SqlDatabase(config.sql_url)
-    config_store = SqlConfigBackingStore(database)
+    # The standalone worker is the database's only writer, so reads may be cached.
+    config_store = CachedConfigBackingStore(SqlConfigBackingStore(database))
     offset_store = SqlOffsetBackingStore(database)
-    status_store = SqlStatusBackingStore(database)
+    status_store = CachedStatusBackingStore(SqlStatusBackingStore(database))
     worker = Worker(worker_id(config), config, registry, offset_store, status_store)
     herder = StandaloneHerder(config, registry, worker, config_store, offset_store,
-                              status_store, kafka_cluster_id=cluster_id)
+                              status_store, kafka_cluster_id=cluster_id, loggers=Loggers())
     server = RestServer(create_app(herder), config.listeners)
     return WorkerProcess(config, herder, server)

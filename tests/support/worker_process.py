@@ -148,8 +148,10 @@ class WorkerProcess:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, timeout: float | None = None) -> WorkerProcess:
-        """Spawn the worker and wait until ``GET /`` answers 200.
+    def start(self, timeout: float | None = None, *, healthy: bool = True) -> WorkerProcess:
+        """Spawn the worker and wait until it is ready: ``GET /health`` answers 200 (KIP-1017:
+        started, and the command-line connectors created). With ``healthy=False``, until
+        the REST API answers at all (``/health`` may still say 503 "starting").
 
         Raises :class:`WorkerStartError` with the log tail if the process exits first or
         ``timeout`` (default ``startup_timeout``) passes; the process is stopped then.
@@ -173,7 +175,7 @@ class WorkerProcess:
             cwd=self.cwd,
         )
         try:
-            self._wait_ready(self.startup_timeout if timeout is None else timeout)
+            self._wait_ready(self.startup_timeout if timeout is None else timeout, healthy)
         except BaseException:
             self.kill()
             raise
@@ -243,7 +245,7 @@ class WorkerProcess:
 
     # ------------------------------------------------------------------ internals
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _wait_ready(self, timeout: float, healthy: bool) -> None:
         deadline = time.monotonic() + timeout
         last: str = "no answer yet"
         # A separate short-timeout client: the readiness probe must not hang on a
@@ -258,8 +260,9 @@ class WorkerProcess:
                         f"log {self.log_path}:\n{self.log_tail()}"
                     )
                 try:
-                    response = probe.get("/")
-                    if response.status_code == 200:
+                    response = probe.get("/health")
+                    if response.status_code == 200 or (not healthy
+                                                       and response.status_code == 503):
                         return
                     last = f"HTTP {response.status_code}: {response.text[:200]}"
                 except httpx.HTTPError as exc:

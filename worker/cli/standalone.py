@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not connector.get("name"):
                 raise ConnectError(f"Connector config {path} has no 'name'")
         process = build_standalone(config)
-        process.start()
+        process.start(ready=False)  # ready once the command-line connectors exist
     except ConnectError as exc:
         log.error("Failed to start the worker: %s", exc)
         return 1
@@ -73,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("Failed to create a connector from the command line: %s", exc)
         process.stop()
         return 1
+    process.mark_ready()
     log.info("Worker started; REST API at %s", process.server.url)
     while not stopping.wait(1.0):
         pass

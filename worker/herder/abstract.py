@@ -8,7 +8,10 @@ with a timeout because it is plugin code.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 
 from worker.api.config_def import ConfigDef, ConfigKey, ConfigValue, Type
 from worker.config.worker_config import WorkerConfig
@@ -16,9 +19,11 @@ from worker.errors import (
     BadRequestError,
     ConfigValidationError,
     ConnectError,
+    ForbiddenError,
     NotFoundError,
     PluginNotFoundError,
 )
+from worker.herder import health as worker_health
 from worker.herder.base import Herder
 from worker.herder.models import (
     AbstractState,
@@ -38,6 +43,7 @@ from worker.herder.models import (
 )
 from worker.plugins.registry import PluginRegistry, PluginType
 from worker.runtime import connector_config as cc
+from worker.runtime.loggers import Loggers
 from worker.storage.base import (
     ClusterConfigState,
     ConfigBackingStore,
@@ -45,6 +51,8 @@ from worker.storage.base import (
     TaskId,
 )
 from worker.util.threads import call_with_timeout
+
+log = logging.getLogger(__name__)
 
 VALIDATION_TIMEOUT_S = 90.0
 CONNECTOR_TYPES = {PluginType.SOURCE, PluginType.SINK}
@@ -56,12 +64,26 @@ def not_found(name: str) -> NotFoundError:
 
 
 class AbstractHerder(Herder):
+    """Reads, validation, active topics, loggers and health, shared by every herder.
+
+    ``loggers`` controls this worker's log levels (KIP-495); a herder built without one
+    gets its own. ``mark_ready()`` ends the KIP-1017 "starting" phase; subclasses with a
+    request thread override ``_health_probe``/``_health_thread`` so that ``health()`` can
+    tell a stuck herder from a healthy one.
+    """
+
+    #: Bound on the health probe (Kafka: 10 s); tests shorten it.
+    health_check_timeout_s: float = worker_health.HEALTH_CHECK_TIMEOUT_S
+
     def __init__(self, config: WorkerConfig, registry: PluginRegistry,
-                 config_store: ConfigBackingStore, status_store: StatusBackingStore) -> None:
+                 config_store: ConfigBackingStore, status_store: StatusBackingStore,
+                 loggers: Loggers | None = None) -> None:
         self.worker_config = config
         self.registry = registry
         self.config_store = config_store
         self.status_store = status_store
+        self._loggers = loggers if loggers is not None else Loggers()
+        self._ready = threading.Event()
 
     # --- reads -------------------------------------------------------------------------
 
@@ -123,26 +145,65 @@ class AbstractHerder(Herder):
         instance = self.registry.new_instance(plugin, None)
         return [_key_info(k) for k in instance.config().keys.values()]
 
-    # --- KIP-558 topics, KIP-495 loggers, KIP-1017 health (filled in by issue #3) ---------
+    # --- KIP-558 active topics -------------------------------------------------------------
+    # As in Kafka's AbstractHerder, an unknown connector is no error: it has no topics.
 
     def connector_active_topics(self, name: str) -> list[str]:
-        raise NotImplementedError
+        self._require_topic_tracking()
+        return sorted(status.topic for status in self.status_store.get_topics(name))
 
     def reset_connector_active_topics(self, name: str) -> None:
-        raise NotImplementedError
+        self._require_topic_tracking()
+        if not self.worker_config.get("topic.tracking.allow.reset"):
+            raise ForbiddenError("Topic tracking reset is disabled.")
+        self.status_store.delete_topics(name)
+
+    def _require_topic_tracking(self) -> None:
+        if not self.worker_config.get("topic.tracking.enable"):
+            raise ForbiddenError("Topic tracking is disabled.")
+
+    # --- KIP-495 loggers ---------------------------------------------------------------------
 
     def loggers(self) -> dict[str, LoggerLevel]:
-        raise NotImplementedError
+        return {name: LoggerLevel(state.level, state.last_modified)
+                for name, state in self._loggers.all_levels().items()}
 
     def logger_level(self, logger: str) -> LoggerLevel:
-        raise NotImplementedError
+        state = self._loggers.level(logger)
+        return LoggerLevel(state.level, state.last_modified)
 
     def set_logger_level(self, logger: str, level: str, scope: LoggerScope
                          ) -> list[str] | None:
-        raise NotImplementedError
+        # One worker is the whole cluster here (Kafka's StandaloneHerder does the same);
+        # a distributed herder overrides this to publish cluster-scoped levels.
+        changed = self._loggers.set_level(logger, level)
+        return None if scope is LoggerScope.CLUSTER else changed
+
+    # --- KIP-1017 health ---------------------------------------------------------------------
+
+    def mark_ready(self) -> None:
+        """Startup is complete (standalone: also the command-line connectors were created)."""
+        self._ready.set()
 
     def health(self) -> HealthStatus:
-        raise NotImplementedError
+        if not self._ready.is_set():
+            return worker_health.starting()
+        return worker_health.probe(self._health_probe(), self.health_check_timeout_s,
+                                   self._health_thread())
+
+    def _health_probe(self) -> Future[None]:
+        """Resolved once the request loop ran a no-op. This base has no loop: resolved now.
+
+        A herder with a request thread (StandaloneHerder) queues ``lambda: None`` there, so
+        that a stuck loop leaves the future pending and the worker unhealthy.
+        """
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
+
+    def _health_thread(self) -> threading.Thread | None:
+        """The thread running ``_health_probe`` requests (named in unhealthy details)."""
+        return None
 
     # --- validation --------------------------------------------------------------------
 

@@ -159,13 +159,15 @@ class Herder(ABC):
 
     @abstractmethod
     def connector_active_topics(self, name: str) -> list[str]:
-        """Topics the connector's tasks used, sorted. Raises NotFoundError, ForbiddenError
-        (``topic.tracking.enable=false``)."""
+        """Topics the connector's tasks used, sorted. Raises ForbiddenError
+        (``topic.tracking.enable=false``). As in Kafka, an unknown (e.g. deleted)
+        connector is no error: it has no topics."""
 
     @abstractmethod
     def reset_connector_active_topics(self, name: str) -> None:
-        """Forget the connector's active topics. Raises NotFoundError, ForbiddenError
-        (tracking or ``topic.tracking.allow.reset`` disabled)."""
+        """Forget the connector's active topics (a no-op for an unknown connector, as in
+        Kafka). Raises ForbiddenError (tracking or ``topic.tracking.allow.reset``
+        disabled)."""
 
     # --- KIP-495 loggers, KIP-1017 health ----------------------------------------------
 
@@ -182,8 +184,9 @@ class Herder(ABC):
                          ) -> list[str] | None:
         """Set ``logger`` and its descendants; returns the loggers changed on this worker
         (scope worker) or None (scope cluster: applied asynchronously everywhere). Raises
-        BadRequestError for an unknown level."""
+        NotFoundError ``invalid log level 'X'.`` for an unknown level (Kafka answers 404)."""
 
     @abstractmethod
     def health(self) -> HealthStatus:
-        """Whether the worker finished starting and its herder thread is responsive."""
+        """Whether the worker finished starting and its herder thread is responsive
+        (``healthy``, ``starting`` or ``unhealthy``, with Kafka's messages)."""

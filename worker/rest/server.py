@@ -28,12 +28,15 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from worker.errors import ConfigError, ConnectError
+from worker.rest.executor import DaemonThreadPool
 
 log = logging.getLogger("worker.rest")
 
 # Kafka's RestServer.LISTENER_PATTERN, matched against the whole string.
 _LISTENER = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 _PROTOCOLS = ("http", "https")
+#: Threads for blocking herder calls; as many requests as this can wait on the herder.
+REST_THREADS = 32
 
 #: Builds the TLS context of an ``https`` listener.
 SslContextFactory = Callable[["Listener"], ssl.SSLContext]
@@ -81,7 +84,18 @@ def parse_listeners(listeners: Iterable[str]) -> list[Listener]:
 
 
 def bind_socket(listener: Listener) -> socket.socket:
-    """A listening-ready socket for ``listener`` (dual-stack when the host is empty)."""
+    """A listening-ready socket for ``listener`` (dual-stack when the host is empty).
+
+    TCP_NODELAY is set here, inherited by accepted connections: asyncio only sets it on
+    sockets whose ``proto`` is IPPROTO_TCP, and ``socket.create_server`` leaves ``proto``
+    0, so every response would otherwise wait ~40 ms on Nagle + delayed ACK.
+    """
+    sock = _bind(listener)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _bind(listener: Listener) -> socket.socket:
     port = listener.port
     if not listener.host:
         if socket.has_dualstack_ipv6():
@@ -94,6 +108,14 @@ def bind_socket(listener: Listener) -> socket.socket:
     family, _, _, _, address = socket.getaddrinfo(
         listener.host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     return socket.create_server(address[:2], family=family)
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a pinned dependency
+        return None
+    return uvloop.new_event_loop
 
 
 def _local_url(listener: Listener, sock: socket.socket) -> str:
@@ -126,6 +148,7 @@ class RestServer:
         self._urls: list[str] = []
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        self._pool: DaemonThreadPool | None = None
 
     @property
     def listeners(self) -> list[Listener]:
@@ -184,7 +207,8 @@ class RestServer:
         self._servers = [uvicorn.Server(config) for config in configs]
         self._urls = [_local_url(lst, sock) for lst, sock in zip(self._listeners, sockets,
                                                                   strict=True)]
-        self._thread = threading.Thread(target=self._run, args=(sockets,),
+        self._pool = DaemonThreadPool(max_workers=REST_THREADS)
+        self._thread = threading.Thread(target=self._run, args=(sockets, self._pool),
                                         name="rest-server", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + self._startup_timeout
@@ -197,13 +221,17 @@ class RestServer:
             time.sleep(0.01)
         log.info("REST server listening at %s", ", ".join(self._urls))
 
-    def _run(self, sockets: list[socket.socket]) -> None:
+    def _run(self, sockets: list[socket.socket], pool: DaemonThreadPool) -> None:
         async def serve_all() -> None:
+            # Handlers' blocking herder calls (worker.rest.deps.blocking) run here.
+            asyncio.get_running_loop().set_default_executor(pool)
             await asyncio.gather(*(server.serve(sockets=[sock])
                                    for server, sock in zip(self._servers, sockets, strict=True)))
 
         try:
-            asyncio.run(serve_all())
+            # uvloop when installed (it is a dependency): a faster event loop for REST.
+            with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+                runner.run(serve_all())
         except BaseException as exc:  # noqa: BLE001 - uvicorn may sys.exit(); report, not die
             self._failure = exc
             log.error("REST server failed", exc_info=exc)
@@ -234,3 +262,6 @@ class RestServer:
             log.info("REST server stopped")
         self._thread = None
         self._servers = []
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None

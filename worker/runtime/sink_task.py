@@ -79,7 +79,6 @@ class WorkerSinkTask(WorkerTask):
         self._flush_interval_s = offset_flush_interval_ms / 1000
         self._tolerate_errors = tolerate_errors
         self._on_topic = on_topic
-        self._seen_topics: set[str] = set()
         self._consumer: Consumer | None = None
         self._context = _Context(self)
         self.assignment: set[TopicPartition] = set()
@@ -105,11 +104,6 @@ class WorkerSinkTask(WorkerTask):
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         assigned = [TopicPartition(p.topic, p.partition) for p in partitions]
         self.assignment.update(assigned)
-        for tp in assigned:
-            if tp.topic not in self._seen_topics:
-                self._seen_topics.add(tp.topic)
-                if self._on_topic is not None:
-                    self._on_topic(tp.topic)
         self.sink_task.open(assigned)
         if self._paused:
             consumer.pause(partitions)
@@ -199,6 +193,8 @@ class WorkerSinkTask(WorkerTask):
             if partition != last_partition or topic != last_topic:
                 last_topic, last_partition = topic, partition
                 tp = TopicPartition(topic, partition)
+                if topic not in self.seen_topics:
+                    self._first_use(topic)  # KIP-558: a topic is active once consumed
             current[tp] = offset + 1  # type: ignore[index]
             try:
                 key_schema, key = key_conv(topic, msg.key())
@@ -221,6 +217,11 @@ class WorkerSinkTask(WorkerTask):
                 continue
             append(record)
         return records
+
+    def _first_use(self, topic: str) -> None:
+        self.seen_topics.add(topic)
+        if self._on_topic is not None:
+            self._on_topic(topic)
 
     def _warn_once(self, error: KafkaError) -> None:
         if error.code() not in self._warned:

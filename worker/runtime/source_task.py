@@ -69,7 +69,6 @@ class WorkerSourceTask(WorkerTask):
         self._flush_timeout_s = offset_flush_timeout_ms / 1000
         self._tolerate_errors = tolerate_errors
         self._on_topic = on_topic
-        self._seen_topics: set[str] = set()
         self._tracker = OffsetTracker()
         self._delivery_error: KafkaException | None = None
         self._producer: Producer | None = None
@@ -147,7 +146,7 @@ class WorkerSourceTask(WorkerTask):
         key_conv = self._key_converter.from_connect_data
         value_conv = self._value_converter.from_connect_data
         produce = producer.produce
-        seen = self._seen_topics
+        seen = self.seen_topics
         plain = not self._wants_commit_record
         # Sources often give a whole batch one key object (or None): converters are pure,
         # so the previous record's serialized key is reused when the same object repeats.
@@ -214,7 +213,7 @@ class WorkerSourceTask(WorkerTask):
                 raise ConnectException(f"Failed to send a record to {topic}") from exc
 
     def _first_use(self, topic: str) -> None:
-        self._seen_topics.add(topic)
+        self.seen_topics.add(topic)
         if self._on_topic is not None:
             self._on_topic(topic)
 

@@ -142,6 +142,14 @@ class Worker:
         if worker_task is not None:
             worker_task.transition_to(target)
 
+    def forget_active_topics(self, connector: str) -> None:
+        """After a KIP-558 topic reset: the connector's running tasks record each topic
+        again on its next use (as Kafka's tasks do, which consult the status store)."""
+        for task_id in self.task_ids(connector):
+            worker_task = self.tasks.get(task_id)
+            if worker_task is not None:
+                worker_task.seen_topics = set()  # a new set: the task thread may iterate
+
     def task_ids(self, connector: str) -> list[TaskId]:
         return sorted(t for t in self.tasks if t.connector == connector)
 

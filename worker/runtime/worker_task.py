@@ -31,6 +31,9 @@ class WorkerTask(ABC):
         self.status = status
         self.stopping = threading.Event()
         self.failed = False
+        # KIP-558: topics this task already recorded as active (cleared by a topic reset,
+        # so the next use records them again).
+        self.seen_topics: set[str] = set()
         self._target = target_state
         self._state_changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id.connector}-"

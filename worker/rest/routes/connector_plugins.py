@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query
 
 from worker.errors import BadRequestError
-from worker.rest.deps import HerderDep, query_flag
+from worker.rest.deps import HerderDep, blocking, query_flag
 from worker.rest.models import ConfigInfos, ConfigKeyInfo, ConfigMap, PluginInfo
 
 router = APIRouter(prefix="/connector-plugins", tags=["connector-plugins"])
@@ -26,6 +26,7 @@ def _normalized(plugin: str) -> str:
 
 
 @router.get("", summary="List installed plugins (only connectors unless told otherwise)")
+@blocking
 def list_plugins(
     herder: HerderDep,
     connectors_only: Annotated[str | None, Query(alias="connectorsOnly")] = None,
@@ -36,12 +37,14 @@ def list_plugins(
 
 
 @router.get("/{plugin}/config", summary="Get a plugin's configuration definition")
+@blocking
 def get_plugin_config(plugin: str, herder: HerderDep) -> list[ConfigKeyInfo]:
     """The plugin's config keys; 404 for an unknown plugin."""
     return [ConfigKeyInfo.from_domain(key) for key in herder.plugin_config(plugin)]
 
 
 @router.put("/{plugin}/config/validate", summary="Validate a connector configuration")
+@blocking
 def validate_config(plugin: str, config: Annotated[ConfigMap, Body()],
                     herder: HerderDep) -> ConfigInfos:
     """Validate without storing; ``connector.class``, when given, must name ``plugin``.

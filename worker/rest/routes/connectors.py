@@ -17,7 +17,7 @@ from fastapi import APIRouter, Body, Query, Request, Response
 
 from worker.errors import BadRequestError, NotFoundError
 from worker.herder.base import Herder, TaskId
-from worker.rest.deps import HerderDep, query_flag
+from worker.rest.deps import HerderDep, blocking, query_flag
 from worker.rest.models import (
     ConfigMap,
     ConfigPatch,
@@ -67,6 +67,7 @@ def _expand(herder: Herder, name: str, kinds: list[str]) -> ConnectorExpansions:
 
 
 @router.get("", summary="List connectors, optionally expanded with status and/or info")
+@blocking
 def list_connectors(
     herder: HerderDep,
     expand: Annotated[list[str] | None, Query(description="status, info (repeatable)")] = None,
@@ -87,6 +88,7 @@ def list_connectors(
 
 
 @router.post("", status_code=201, summary="Create a connector")
+@blocking
 def create_connector(body: CreateConnectorRequest, request: Request, response: Response,
                      herder: HerderDep) -> ConnectorInfo:
     """201 with the new connector and its ``Location``; 409 if the name is taken."""
@@ -99,6 +101,7 @@ def create_connector(body: CreateConnectorRequest, request: Request, response: R
 
 
 @router.get("/{connector}", summary="Get a connector's config, tasks and type")
+@blocking
 def get_connector(connector: str, herder: HerderDep) -> ConnectorInfo:
     """200 with the connector's name, config, task ids and type; 404 if unknown."""
     return ConnectorInfo.from_domain(herder.connector_info(connector))
@@ -106,6 +109,7 @@ def get_connector(connector: str, herder: HerderDep) -> ConnectorInfo:
 
 @router.delete("/{connector}", status_code=204, response_class=Response,
                summary="Delete a connector")
+@blocking
 def delete_connector(connector: str, herder: HerderDep) -> Response:
     """204 once the connector, its tasks and statuses are gone."""
     herder.delete_connector(connector)
@@ -113,6 +117,7 @@ def delete_connector(connector: str, herder: HerderDep) -> Response:
 
 
 @router.get("/{connector}/config", summary="Get a connector's configuration")
+@blocking
 def get_connector_config(connector: str, herder: HerderDep) -> dict[str, str]:
     """200 with the stored config (placeholders unresolved)."""
     return herder.connector_config(connector)
@@ -120,6 +125,7 @@ def get_connector_config(connector: str, herder: HerderDep) -> dict[str, str]:
 
 @router.put("/{connector}/config", summary="Create or replace a connector's configuration",
             responses={201: {"model": ConnectorInfo, "description": "Connector created"}})
+@blocking
 def put_connector_config(connector: str, config: ConfigBody, request: Request,
                          response: Response, herder: HerderDep) -> ConnectorInfo:
     """200 when an existing connector was reconfigured, 201 (+ ``Location``) when created."""
@@ -132,6 +138,7 @@ def put_connector_config(connector: str, config: ConfigBody, request: Request,
 
 
 @router.patch("/{connector}/config", summary="Patch a connector's configuration")
+@blocking
 def patch_connector_config(
     connector: str,
     patch: Annotated[ConfigPatch, Body(description="New values; null removes a key")],
@@ -142,6 +149,7 @@ def patch_connector_config(
 
 
 @router.get("/{connector}/status", summary="Get a connector's and its tasks' status")
+@blocking
 def get_connector_status(connector: str, herder: HerderDep) -> ConnectorStateInfo:
     """200 with the connector's and its tasks' states; ``trace`` only on failure."""
     return ConnectorStateInfo.from_domain(herder.connector_status(connector))
@@ -151,6 +159,7 @@ def get_connector_status(connector: str, herder: HerderDep) -> ConnectorStateInf
              summary="Restart a connector (and, per the flags, its tasks)",
              responses={202: {"model": ConnectorStateInfo,
                               "description": "Restart requested; state right after"}})
+@blocking
 def restart_connector(connector: str, herder: HerderDep, include_tasks: IncludeTasks = None,
                       only_failed: OnlyFailed = None) -> Response:
     """204 for a plain restart; 202 with the connector state when either flag is set."""
@@ -165,6 +174,7 @@ def restart_connector(connector: str, herder: HerderDep, include_tasks: IncludeT
 
 @router.put("/{connector}/pause", status_code=202, response_class=Response,
             summary="Pause a connector and its tasks")
+@blocking
 def pause_connector(connector: str, herder: HerderDep) -> Response:
     """202, no body: the pause is requested, not awaited."""
     herder.pause_connector(connector)
@@ -173,6 +183,7 @@ def pause_connector(connector: str, herder: HerderDep) -> Response:
 
 @router.put("/{connector}/resume", status_code=202, response_class=Response,
             summary="Resume a paused or stopped connector")
+@blocking
 def resume_connector(connector: str, herder: HerderDep) -> Response:
     """202, no body: the resume is requested, not awaited."""
     herder.resume_connector(connector)
@@ -181,6 +192,7 @@ def resume_connector(connector: str, herder: HerderDep) -> Response:
 
 @router.put("/{connector}/stop", status_code=204, response_class=Response,
             summary="Stop a connector and shut its tasks down (KIP-875)")
+@blocking
 def stop_connector(connector: str, herder: HerderDep) -> Response:
     """204 once the STOPPED target state is recorded."""
     herder.stop_connector(connector)
@@ -188,12 +200,14 @@ def stop_connector(connector: str, herder: HerderDep) -> Response:
 
 
 @router.get("/{connector}/tasks", summary="List a connector's tasks and their configs")
+@blocking
 def get_task_configs(connector: str, herder: HerderDep) -> list[TaskInfo]:
     """200 with ``[{"id": {"connector", "task"}, "config": {...}}]``."""
     return [TaskInfo.from_domain(task) for task in herder.task_configs(connector)]
 
 
 @router.get("/{connector}/tasks/{task}/status", summary="Get a task's status")
+@blocking
 def get_task_status(connector: str, task: int, herder: HerderDep) -> TaskState:
     """200 with the task's state; 404 for an unknown task or a non-integer id."""
     return TaskState.from_domain(herder.task_status(TaskId(connector, task)))
@@ -201,6 +215,7 @@ def get_task_status(connector: str, task: int, herder: HerderDep) -> TaskState:
 
 @router.post("/{connector}/tasks/{task}/restart", status_code=204, response_class=Response,
              summary="Restart a task")
+@blocking
 def restart_task(connector: str, task: int, herder: HerderDep) -> Response:
     """204 once the restart is requested."""
     herder.restart_task(TaskId(connector, task))

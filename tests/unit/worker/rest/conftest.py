@@ -12,12 +12,15 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from worker.api.task import partition_key
 from worker.errors import (
     AlreadyExistsError,
     BadRequestError,
     ConfigValidationError,
+    ForbiddenError,
     NotFoundError,
 )
+from worker.herder import offsets as herder_offsets
 from worker.herder.base import Herder, TargetState, TaskId
 from worker.herder.models import (
     AbstractState,
@@ -41,6 +44,7 @@ from worker.herder.models import (
     TaskState,
 )
 from worker.rest.app import create_app
+from worker.runtime.loggers import python_level
 
 WORKER_ID = "127.0.0.1:8083"
 _STATE_OF = {TargetState.STARTED: "RUNNING", TargetState.PAUSED: "PAUSED",
@@ -214,6 +218,7 @@ class FakeHerder(Herder):
 
 
     # --- KIP-875 offsets: kept per connector; only STOPPED connectors may change them ----
+    # Validation and messages are the real ones (worker.herder.offsets).
 
     def connector_offsets(self, name: str) -> ConnectorOffsets:
         self._require(name)
@@ -222,29 +227,49 @@ class FakeHerder(Herder):
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> Message:
         self._require(name)
         self._require_stopped(name)
+        if self._type(name) is ConnectorType.SINK:
+            herder_offsets.parse_sink_offsets(offsets)
+        else:
+            herder_offsets.parse_source_offsets(offsets)
         self.calls.append(("alter_offsets", name, offsets))
-        self.offsets[name] = [o for o in offsets if o.offset is not None]
-        return Message("The offsets for this connector have been altered successfully")
+        changed = {partition_key(o.partition or {}): o for o in offsets}
+        kept = [o for o in self.offsets.get(name, [])
+                if partition_key(o.partition) not in changed]
+        self.offsets[name] = kept + [o for o in changed.values() if o.offset is not None]
+        return herder_offsets.success_message(accepted=True, reset=False)
 
     def reset_connector_offsets(self, name: str) -> Message:
         self._require(name)
         self._require_stopped(name)
+        self.calls.append(("reset_offsets", name))
         self.offsets.pop(name, None)
-        return Message("The offsets for this connector have been reset successfully")
+        return herder_offsets.success_message(accepted=False, reset=True)
 
     def _require_stopped(self, name: str) -> None:
         if self.targets[name] is not TargetState.STOPPED:
-            raise BadRequestError("Connectors must be in the STOPPED state before their "
-                                  "offsets can be modified.")
+            raise herder_offsets.not_stopped(name)
 
     # --- KIP-558 topics, KIP-495 loggers, KIP-1017 health -------------------------------
+    # Contract of the real herder: an unknown connector has no topics (no 404); the
+    # tracking flags stand for topic.tracking.enable / topic.tracking.allow.reset; level
+    # names are checked by the real parser (404 "invalid log level").
+
+    tracking_enabled = True
+    reset_allowed = True
+    health_status = HealthStatus("healthy", "Worker has completed startup and is ready to "
+                                            "handle requests.")
 
     def connector_active_topics(self, name: str) -> list[str]:
-        self._require(name)
+        if not self.tracking_enabled:
+            raise ForbiddenError("Topic tracking is disabled.")
         return sorted(self.topics.get(name, []))
 
     def reset_connector_active_topics(self, name: str) -> None:
-        self._require(name)
+        if not self.tracking_enabled:
+            raise ForbiddenError("Topic tracking is disabled.")
+        if not self.reset_allowed:
+            raise ForbiddenError("Topic tracking reset is disabled.")
+        self.calls.append(("reset_topics", name))
         self.topics.pop(name, None)
 
     def loggers(self) -> dict[str, LoggerLevel]:
@@ -257,12 +282,13 @@ class FakeHerder(Herder):
 
     def set_logger_level(self, logger: str, level: str, scope: LoggerScope
                          ) -> list[str] | None:
+        python_level(level)
+        self.calls.append(("set_logger_level", logger, level, scope))
         self.levels[logger] = LoggerLevel(level.upper(), 0)
         return None if scope is LoggerScope.CLUSTER else [logger]
 
     def health(self) -> HealthStatus:
-        return HealthStatus("healthy", "Worker has completed startup and is ready to handle "
-                                       "requests.")
+        return self.health_status
 
 
 @pytest.fixture

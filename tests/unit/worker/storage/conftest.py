@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from worker.storage.base import ConfigBackingStore, OffsetBackingStore, StatusBackingStore
+from worker.storage.cached import CachedConfigBackingStore, CachedStatusBackingStore
 from worker.storage.memory import (
     MemoryConfigBackingStore,
     MemoryOffsetBackingStore,
@@ -67,9 +68,17 @@ def sql_backend(directory: Path) -> Backend:
                    SqlStatusBackingStore(database))
 
 
+def cached_sql_backend(directory: Path) -> Backend:
+    """What the standalone worker runs: SQL behind the write-through read caches."""
+    inner = sql_backend(directory)
+    return Backend(CachedConfigBackingStore(inner.config), inner.offsets,
+                   CachedStatusBackingStore(inner.status))
+
+
 BACKENDS = [
     BackendFactory("memory", memory_backend, persistent=False),
     BackendFactory("sql", sql_backend, persistent=True),
+    BackendFactory("cached-sql", cached_sql_backend, persistent=True),
 ]
 
 
