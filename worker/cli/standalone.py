@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import gc
 import logging
 import signal
 import sys
@@ -74,6 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         process.stop()
         return 1
     process.mark_ready()
+    # Everything built so far (modules, plugins, the app) lives as long as the process:
+    # keep it out of the cyclic collector's full passes, which otherwise stall request
+    # threads (p99 of GET /connectors/{c}/status: 40 ms -> 9 ms, docs/benchmarks.md).
+    gc.freeze()
     log.info("Worker started; REST API at %s", process.server.url)
     while not stopping.wait(1.0):
         pass
