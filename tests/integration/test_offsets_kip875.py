@@ -15,7 +15,6 @@ by reading the topic from offset 0 (``read_values``), never from the high waterm
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer
 
-from tests.integration._kip875_plugins import PREFIX
 from tests.integration._rest_helpers import (
     SESSION_TIMEOUT_MS,
     STRING_CONVERTER,
@@ -40,6 +38,7 @@ from tests.support import (
     wait_for_connector_state,
     wait_until,
 )
+from tests.support.plugins import PREFIX
 
 pytestmark = pytest.mark.integration
 
@@ -139,10 +138,13 @@ def lines(file: Path) -> list[str]:
     return file.read_text(encoding="utf-8").splitlines() if file.exists() else []
 
 
-def wait_for_lines(file: Path, count: int) -> list[str]:
+def wait_for_lines(file: Path, count: int, client: httpx.Client, name: str,
+                   committed: list[dict[str, Any]]) -> list[str]:
+    """The file once it has ``count`` lines AND the sink committed ``committed`` (the end
+    of the topic): every record was put and flushed by then, so duplicates would show."""
     wait_until(lambda: len(lines(file)) >= count, timeout=60,
                message=lambda: f"{count} lines in {file}; got {lines(file)}")
-    time.sleep(1.5)  # settle: anything beyond the expected lines (duplicates) shows up too
+    wait_for_offsets(client, name, committed)
     return lines(file)
 
 
@@ -302,9 +304,9 @@ def test_file_sink_alter_then_reset(client: httpx.Client, kafka_admin: Any,
     out = tmp_path / "out.txt"
     create(client, name, {"connector.class": "FileStreamSink", "topics": topic,
                           "file": str(out)})
-    assert sorted(wait_for_lines(out, 10)) == sorted(p0 + p1)
     committed = [sink_entry(topic, 0, 5), sink_entry(topic, 1, 5)]
-    wait_for_offsets(client, name, committed)  # GET while RUNNING
+    # (also GET while RUNNING)
+    assert sorted(wait_for_lines(out, 10, client, name, committed)) == sorted(p0 + p1)
 
     assert_writes_refused(client, name, [sink_entry(topic, 0, 2)])
     stop(client, name)
@@ -340,8 +342,8 @@ def test_file_sink_alter_then_reset(client: httpx.Client, kafka_admin: Any,
     assert response.json() == {"message": ALTERED}
     assert get_offsets(client, name) == [sink_entry(topic, 0, 2)]
     resume(client, name)  # p0 from offset 2; p1 from the beginning (auto.offset.reset)
-    assert sorted(wait_for_lines(out, 18)[10:]) == sorted(p0[2:] + p1)
-    wait_for_offsets(client, name, committed)
+    assert sorted(wait_for_lines(out, 18, client, name, committed)[10:]) == \
+        sorted(p0[2:] + p1)
 
     stop(client, name)
     for _ in range(2):  # DELETE is idempotent: the second finds no group
@@ -350,7 +352,7 @@ def test_file_sink_alter_then_reset(client: httpx.Client, kafka_admin: Any,
         assert response.json() == {"message": RESET}
         assert get_offsets(client, name) == []
     resume(client, name)  # the group is gone: everything again from the beginning
-    assert sorted(wait_for_lines(out, 28)[18:]) == sorted(p0 + p1)
+    assert sorted(wait_for_lines(out, 28, client, name, committed)[18:]) == sorted(p0 + p1)
 
 
 def test_sink_with_overridden_group_and_an_active_member(

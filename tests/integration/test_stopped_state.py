@@ -19,7 +19,6 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration._kip875_plugins import PREFIX
 from tests.integration._rest_helpers import (
     STRING_CONVERTER,
     error_body,
@@ -34,6 +33,7 @@ from tests.support import (
     wait_for_connector_state,
     wait_until,
 )
+from tests.support.plugins import PREFIX
 
 pytestmark = pytest.mark.integration
 

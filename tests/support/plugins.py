@@ -1,12 +1,16 @@
-"""Misbehaving plugins for fault tests, loaded by the worker subprocess by import path
-(``connector.class=tests.support.plugins.HangingStartConnector``)."""
+"""Test plugins loaded by worker subprocesses by import path
+(``connector.class=tests.support.plugins.HangingStartConnector``): misbehaving ones for
+fault tests, and KIP-875 hook variants for the offsets tests."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import Any
 
-from worker.api import SourceConnector, SourceRecord, SourceTask
+from worker.api import ConnectException, SourceConnector, SourceRecord, SourceTask
+
+PREFIX = "tests.support.plugins"
 
 _FOREVER = threading.Event()  # never set: waiting on it hangs like stuck I/O would
 
@@ -94,3 +98,34 @@ class FailingPollConnector(SourceConnector):
 
     def stop(self) -> None:
         pass
+
+
+class NoHookSourceConnector(SourceConnector):
+    """Does not implement ``alter_offsets``: Kafka's "framework-managed" message applies."""
+
+    def start(self, props: Mapping[str, str]) -> None:
+        pass
+
+    def task_class(self) -> type[SourceTask]:
+        return IdleSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{}]
+
+    def stop(self) -> None:
+        pass
+
+
+class VetoingSourceConnector(NoHookSourceConnector):
+    """``alter_offsets`` refuses everything."""
+
+    def alter_offsets(self, connector_config: Mapping[str, str],
+                      offsets: Mapping[str, Mapping[str, Any] | None]) -> bool:
+        raise ConnectException("This connector refuses external offset changes")
+
+
+class FailingStartConnector(NoHookSourceConnector):
+    """``start()`` raises: the connector goes FAILED."""
+
+    def start(self, props: Mapping[str, str]) -> None:
+        raise ConnectException("injected start failure")
