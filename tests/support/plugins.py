@@ -29,20 +29,32 @@ class IdleSourceTask(SourceTask):
         self._stop.set()
 
 
-class HangingStartConnector(SourceConnector):
-    """``start()`` never returns."""
+class _TestSourceConnector(SourceConnector):
+    """A connector whose behaviour lives in its task class (``TASK``): one task config per
+    ``tasks.max`` slot, nothing to start or stop."""
+
+    TASK: type[SourceTask]
 
     def start(self, props: Mapping[str, str]) -> None:
-        _FOREVER.wait()
+        pass
 
     def task_class(self) -> type[SourceTask]:
-        return IdleSourceTask
+        return self.TASK
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [{}]
+        return [{} for _ in range(max_tasks)]
 
     def stop(self) -> None:
         pass
+
+
+class HangingStartConnector(_TestSourceConnector):
+    """``start()`` never returns."""
+
+    TASK = IdleSourceTask
+
+    def start(self, props: Mapping[str, str]) -> None:
+        _FOREVER.wait()
 
 
 class HangingPollTask(SourceTask):
@@ -59,18 +71,8 @@ class HangingPollTask(SourceTask):
         pass
 
 
-class HangingPollConnector(SourceConnector):
-    def start(self, props: Mapping[str, str]) -> None:
-        pass
-
-    def task_class(self) -> type[SourceTask]:
-        return HangingPollTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [{}]
-
-    def stop(self) -> None:
-        pass
+class HangingPollConnector(_TestSourceConnector):
+    TASK = HangingPollTask
 
 
 class FailingPollTask(SourceTask):
@@ -86,34 +88,14 @@ class FailingPollTask(SourceTask):
         pass
 
 
-class FailingPollConnector(SourceConnector):
-    def start(self, props: Mapping[str, str]) -> None:
-        pass
-
-    def task_class(self) -> type[SourceTask]:
-        return FailingPollTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [{} for _ in range(max_tasks)]
-
-    def stop(self) -> None:
-        pass
+class FailingPollConnector(_TestSourceConnector):
+    TASK = FailingPollTask
 
 
-class NoHookSourceConnector(SourceConnector):
+class NoHookSourceConnector(_TestSourceConnector):
     """Does not implement ``alter_offsets``: Kafka's "framework-managed" message applies."""
 
-    def start(self, props: Mapping[str, str]) -> None:
-        pass
-
-    def task_class(self) -> type[SourceTask]:
-        return IdleSourceTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [{}]
-
-    def stop(self) -> None:
-        pass
+    TASK = IdleSourceTask
 
 
 class VetoingSourceConnector(NoHookSourceConnector):

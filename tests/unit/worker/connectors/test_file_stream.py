@@ -5,19 +5,17 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.source_fakes import FakeContext, FakeOffsetReader, WaitSpyEvent
 from worker.api import (
     ConfigException,
     ConnectException,
-    OffsetStorageReader,
     SinkRecord,
     SourceRecord,
-    SourceTaskContext,
     partition_key,
 )
 from worker.api.data import STRING_SCHEMA
@@ -30,40 +28,6 @@ from worker.connectors.file_stream import (
 )
 
 DEADLINE_S = 2.0
-
-
-class FakeOffsetReader(OffsetStorageReader):
-    def __init__(self, committed: Mapping[str, dict[str, Any]] | None = None) -> None:
-        self.committed = dict(committed or {})
-
-    def offsets(self, partitions: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        keys = [partition_key(p) for p in partitions]
-        return {k: self.committed[k] for k in keys if k in self.committed}
-
-
-class FakeContext(SourceTaskContext):
-    def __init__(self, reader: OffsetStorageReader) -> None:
-        self._reader = reader
-
-    @property
-    def configs(self) -> dict[str, str]:
-        return {}
-
-    @property
-    def offset_storage_reader(self) -> OffsetStorageReader:
-        return self._reader
-
-
-class WaitSpyEvent(threading.Event):
-    """An Event that reports when someone starts waiting on it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.waiting = threading.Event()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.waiting.set()
-        return super().wait(timeout)
 
 
 def start_source(path: Path | None, committed: dict[str, dict[str, Any]] | None = None,

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
 
+from tests.support.source_fakes import FakeContext, FakeOffsetReader, WaitSpyEvent
 from worker.api import (
     ConfigException,
     ConnectException,
-    OffsetStorageReader,
-    SourceTaskContext,
     partition_key,
 )
 from worker.api.data import STRING_SCHEMA
@@ -21,38 +19,6 @@ from worker.connectors import generator
 from worker.connectors.generator import SequenceGeneratorConnector, SequenceGeneratorTask
 
 DEADLINE_S = 2.0
-
-
-class FakeOffsetReader(OffsetStorageReader):
-    def __init__(self, committed: Mapping[str, dict[str, Any]] | None = None) -> None:
-        self.committed = dict(committed or {})
-
-    def offsets(self, partitions: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        keys = [partition_key(p) for p in partitions]
-        return {k: self.committed[k] for k in keys if k in self.committed}
-
-
-class FakeContext(SourceTaskContext):
-    def __init__(self, reader: OffsetStorageReader) -> None:
-        self._reader = reader
-
-    @property
-    def configs(self) -> dict[str, str]:
-        return {}
-
-    @property
-    def offset_storage_reader(self) -> OffsetStorageReader:
-        return self._reader
-
-
-class WaitSpyEvent(threading.Event):
-    def __init__(self) -> None:
-        super().__init__()
-        self.waiting = threading.Event()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.waiting.set()
-        return super().wait(timeout)
 
 
 def start_task(committed: dict[str, dict[str, Any]] | None = None,
