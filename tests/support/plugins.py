@@ -111,3 +111,17 @@ class FailingStartConnector(NoHookSourceConnector):
 
     def start(self, props: Mapping[str, str]) -> None:
         raise ConnectException("injected start failure")
+
+
+class GenerationConnector(_TestSourceConnector):
+    """Numbers each ``task_configs`` call of this instance in the task configs, so a test
+    can see when the runtime regenerated them."""
+
+    TASK = IdleSourceTask
+
+    def start(self, props: Mapping[str, str]) -> None:
+        type(self).generations = getattr(type(self), "generations", 0)
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        type(self).generations += 1
+        return [{"generation": str(type(self).generations)} for _ in range(max_tasks)]

@@ -374,6 +374,11 @@ class StandaloneHerder(AbstractHerder):
                 worker.start_connector(name, config, target, self._on_reconfiguration_request)
                 self._needs_task_configs.add(name)
             else:
+                if target is TargetState.STARTED and running.target_state is not target:
+                    # Resuming restarts the connector instance, which may now see a
+                    # different world: regenerate task configs (restarting tasks only if
+                    # they changed), as Kafka's herder does on resume.
+                    self._needs_task_configs.add(name)
                 worker.set_connector_target(name, target)
             self._reconcile_tasks(name, config, target, snapshot.tasks(name))
 
