@@ -15,7 +15,6 @@ by reading the topic from offset 0 (``read_values``), never from the high waterm
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,8 @@ from tests.integration._rest_helpers import (
     error_body,
     path,
     read_values,
-    shared_worker,
 )
 from tests.support import (
-    WorkerProcess,
     create_topic,
     unique_name,
     wait_for_connector_state,
@@ -57,18 +54,7 @@ def not_stopped(name: str) -> str:
             f"'/connectors/{name}/stop' endpoint")
 
 
-@pytest.fixture(scope="module")
-def worker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-           kafka_bootstrap: str) -> Iterator[WorkerProcess]:
-    with shared_worker(request, tmp_path_factory, kafka_bootstrap,
-                       {"key.converter": STRING_CONVERTER,
-                        "value.converter": STRING_CONVERTER}) as started:
-        yield started
-
-
-@pytest.fixture
-def client(worker: WorkerProcess) -> httpx.Client:
-    return worker.client
+WORKER_OVERRIDES = {"key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
 
 
 # --- helpers -------------------------------------------------------------------------------

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration._rest_helpers import error_body, shared_worker
+from tests.integration._rest_helpers import error_body
 from tests.support import WorkerProcess, unique_name, wait_until
 from tests.support.connect_api import KAFKA_ENDPOINTS, served_endpoints
 
@@ -28,16 +27,6 @@ HEALTHY = {"status": "healthy",
            "message": "Worker has completed startup and is ready to handle requests."}
 
 
-@pytest.fixture(scope="module")
-def worker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-           kafka_bootstrap: str) -> Iterator[WorkerProcess]:
-    with shared_worker(request, tmp_path_factory, kafka_bootstrap) as started:
-        yield started
-
-
-@pytest.fixture
-def client(worker: WorkerProcess) -> httpx.Client:
-    return worker.client
 
 
 def request_lines(worker: WorkerProcess, probe: str) -> list[str]:

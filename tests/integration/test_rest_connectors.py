@@ -7,7 +7,7 @@ are ``StringConverter`` so FileStream lines travel unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +20,6 @@ from tests.integration._rest_helpers import (
     STRING_CONVERTER,
     path,
     read_values,
-    shared_worker,
     worker_id,
 )
 from tests.support import (
@@ -36,18 +35,7 @@ pytestmark = pytest.mark.integration
 FILE_SOURCE_TASK = "FileStreamSourceTask"
 
 
-@pytest.fixture(scope="module")
-def worker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-           kafka_bootstrap: str) -> Iterator[WorkerProcess]:
-    with shared_worker(request, tmp_path_factory, kafka_bootstrap,
-                       {"key.converter": STRING_CONVERTER,
-                        "value.converter": STRING_CONVERTER}) as started:
-        yield started
-
-
-@pytest.fixture
-def client(worker: WorkerProcess) -> httpx.Client:
-    return worker.client
+WORKER_OVERRIDES = {"key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
 
 
 def _info(name: str, config: dict[str, str], tasks: int, kind: str) -> dict[str, Any]:

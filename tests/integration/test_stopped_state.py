@@ -12,7 +12,7 @@ Most tests share one worker (own connector names); the restart test has its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from tests.integration._rest_helpers import (
     error_body,
     path,
     read_values,
-    shared_worker,
 )
 from tests.support import (
     WorkerProcess,
@@ -38,18 +37,7 @@ from tests.support.plugins import PREFIX
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def worker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-           kafka_bootstrap: str) -> Iterator[WorkerProcess]:
-    with shared_worker(request, tmp_path_factory, kafka_bootstrap,
-                       {"key.converter": STRING_CONVERTER,
-                        "value.converter": STRING_CONVERTER}) as started:
-        yield started
-
-
-@pytest.fixture
-def client(worker: WorkerProcess) -> httpx.Client:
-    return worker.client
+WORKER_OVERRIDES = {"key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
 
 
 def generator(topic: str, tasks: int = 2) -> dict[str, str]:

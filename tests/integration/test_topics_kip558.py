@@ -27,7 +27,6 @@ from tests.integration._rest_helpers import (
     STRING_CONVERTER,
     error_body,
     path,
-    shared_worker,
 )
 from tests.support import (
     WorkerProcess,
@@ -47,16 +46,6 @@ RESET_DISABLED = "Topic tracking reset is disabled."
 
 # --- fixtures and helpers -------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def worker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-           kafka_bootstrap: str) -> Iterator[WorkerProcess]:
-    with shared_worker(request, tmp_path_factory, kafka_bootstrap) as started:
-        yield started
-
-
-@pytest.fixture
-def client(worker: WorkerProcess) -> httpx.Client:
-    return worker.client
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from typing import Any
 from worker.api.config_def import ConfigDef, Importance, Type, at_least, one_of
 from worker.api.exceptions import ConfigException
 from worker.errors import ConfigError
+from worker.util.props import strip_prefix
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ class WorkerConfig:
         return self._values[key]
 
     def prefixed(self, prefix: str) -> dict[str, str]:
-        return {k[len(prefix):]: v for k, v in self.originals.items() if k.startswith(prefix)}
+        return strip_prefix(self.originals, prefix)
 
     @property
     def bootstrap_servers(self) -> str:

@@ -41,7 +41,7 @@ from worker.herder.models import (
     TaskInfo,
     TaskState,
 )
-from worker.plugins.registry import PluginRegistry, PluginType
+from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry, PluginType
 from worker.runtime import connector_config as cc
 from worker.runtime.loggers import Loggers
 from worker.storage.base import (
@@ -55,7 +55,6 @@ from worker.util.threads import call_with_timeout
 log = logging.getLogger(__name__)
 
 VALIDATION_TIMEOUT_S = 90.0
-CONNECTOR_TYPES = {PluginType.SOURCE, PluginType.SINK}
 CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
 
 

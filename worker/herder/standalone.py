@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from worker.config.worker_config import WorkerConfig
 from worker.errors import AlreadyExistsError, ConflictError, ConnectError, NotFoundError
 from worker.herder import offsets as offsets_api
-from worker.herder.abstract import CONNECTOR_TYPES, AbstractHerder, not_found
+from worker.herder.abstract import AbstractHerder, not_found
 from worker.herder.models import (
     ConnectorInfo,
     ConnectorOffset,
@@ -35,7 +35,7 @@ from worker.herder.models import (
     Message,
     ServerInfo,
 )
-from worker.plugins.registry import PluginRegistry
+from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry
 from worker.runtime.loggers import Loggers
 from worker.runtime.sink_offsets import SinkGroupOffsets, open_sink_offsets
 from worker.runtime.worker import Worker

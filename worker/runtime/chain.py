@@ -8,10 +8,7 @@ from typing import Any
 from worker.api.transforms import Predicate, Transformation
 from worker.plugins.registry import PluginRegistry, PluginType
 from worker.runtime.connector_config import aliases
-
-
-def _own_props(config: Mapping[str, str], prefix: str) -> dict[str, str]:
-    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
+from worker.util.props import strip_prefix
 
 
 class TransformationChain:
@@ -27,14 +24,14 @@ class TransformationChain:
         for alias in aliases(config, "predicates"):
             prefix = f"predicates.{alias}."
             predicate = registry.new_instance(config[prefix + "type"], PluginType.PREDICATE)
-            predicate.configure(_own_props(config, prefix))
+            predicate.configure(strip_prefix(config, prefix))
             predicates[alias] = predicate
         stages: list[tuple[Transformation, Predicate | None, bool]] = []
         for alias in aliases(config, "transforms"):
             prefix = f"transforms.{alias}."
             transform = registry.new_instance(config[prefix + "type"],
                                               PluginType.TRANSFORMATION)
-            own = _own_props(config, prefix)
+            own = strip_prefix(config, prefix)
             predicate_alias = own.pop("predicate", None)
             negate = own.pop("negate", "false").strip().lower() == "true"
             own.pop("type", None)

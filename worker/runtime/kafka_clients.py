@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from worker.config.worker_config import WorkerConfig
+from worker.util.props import strip_prefix
 
 # Keys of Java clients that librdkafka does not know; dropped so a worker.properties
 # written for Kafka starts unchanged.
@@ -40,7 +41,7 @@ def producer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         "client.id": client_id,
     }
     conf.update(_clean(worker.prefixed("producer.")))
-    conf.update(_clean(_prefixed(connector_config, "producer.override.")))
+    conf.update(_clean(strip_prefix(connector_config, "producer.override.")))
     return conf
 
 
@@ -57,7 +58,7 @@ def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         "client.id": client_id,
     }
     conf.update(_clean(worker.prefixed("consumer.")))
-    conf.update(_clean(_prefixed(connector_config, "consumer.override.")))
+    conf.update(_clean(strip_prefix(connector_config, "consumer.override.")))
     conf["enable.auto.commit"] = "false"  # the runtime commits after flush, never librdkafka
     return conf
 
@@ -67,14 +68,10 @@ def admin_config(worker: WorkerConfig, connector_config: Mapping[str, str] | Non
     conf: dict[str, str] = {"bootstrap.servers": worker.bootstrap_servers}
     conf.update(_clean(worker.prefixed("admin.")))
     if connector_config:
-        conf.update(_clean(_prefixed(connector_config, "admin.override.")))
+        conf.update(_clean(strip_prefix(connector_config, "admin.override.")))
     return conf
 
 
 def sink_group_id(connector: str, connector_config: Mapping[str, str]) -> str:
     """``connect-{name}``, or the ``consumer.override.group.id`` (KIP-875 reads it too)."""
     return connector_config.get("consumer.override.group.id") or f"connect-{connector}"
-
-
-def _prefixed(props: Mapping[str, str], prefix: str) -> dict[str, str]:
-    return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}

@@ -69,7 +69,7 @@ class WorkerSinkTask(WorkerTask):
                  chain: TransformationChain, offset_flush_interval_ms: int,
                  tolerate_errors: bool = False,
                  on_topic: Callable[[str], None] | None = None) -> None:
-        super().__init__(task_id, task, task_config, target_state, status)
+        super().__init__(task_id, task, task_config, target_state, status, on_topic)
         self.sink_task: SinkTask = task
         self._consumer_config = consumer_config
         self._subscription = [f"^{topics_regex}"] if topics_regex else list(topics)
@@ -78,7 +78,6 @@ class WorkerSinkTask(WorkerTask):
         self._chain = chain
         self._flush_interval_s = offset_flush_interval_ms / 1000
         self._tolerate_errors = tolerate_errors
-        self._on_topic = on_topic
         self._consumer: Consumer | None = None
         self._context = _Context(self)
         self.assignment: set[TopicPartition] = set()
@@ -137,7 +136,11 @@ class WorkerSinkTask(WorkerTask):
             self._apply_rewinds(consumer)
             messages = consumer.consume(MAX_BATCH, POLL_TIMEOUT_S)
             if messages:
-                self._deliver(self._convert(messages))
+                records, positions = self._convert(messages)
+                if self._deliver(records):
+                    # Only records put() may be committed: a batch abandoned by a stop
+                    # must be consumed again, not skipped.
+                    self._current.update(positions)
             elif not self._paused:
                 self._deliver([])  # Kafka calls put() after every poll, even an empty one
             if self._context.commit_requested or time.monotonic() >= next_commit:
@@ -168,14 +171,16 @@ class WorkerSinkTask(WorkerTask):
                 self._current[tp] = offset
         self._context.rewinds.clear()
 
-    def _convert(self, messages: list[Message]) -> list[SinkRecord]:
+    def _convert(self, messages: list[Message]
+                 ) -> tuple[list[SinkRecord], dict[TopicPartition, int]]:
+        """The batch's records, and the next offset per partition once they are put."""
         # The hot path of every sink: per-record work is kept to what the record needs.
         records: list[SinkRecord] = []
         append = records.append
         key_conv = self._key_converter.to_connect_data
         value_conv = self._value_converter.to_connect_data
         chain = self._chain if self._chain else None
-        current = self._current
+        positions: dict[TopicPartition, int] = {}
         last_topic, last_partition, tp = None, -1, None
         for msg in messages:
             error = msg.error()
@@ -194,8 +199,8 @@ class WorkerSinkTask(WorkerTask):
                 last_topic, last_partition = topic, partition
                 tp = TopicPartition(topic, partition)
                 if topic not in self.seen_topics:
-                    self._first_use(topic)  # KIP-558: a topic is active once consumed
-            current[tp] = offset + 1  # type: ignore[index]
+                    self.record_topic(topic)  # KIP-558: a topic is active once consumed
+            positions[tp] = offset + 1  # type: ignore[index]
             try:
                 key_schema, key = key_conv(topic, msg.key())
                 value_schema, value = value_conv(topic, msg.value())
@@ -216,23 +221,19 @@ class WorkerSinkTask(WorkerTask):
                             "failed", self.id, topic, partition, offset, exc_info=True)
                 continue
             append(record)
-        return records
-
-    def _first_use(self, topic: str) -> None:
-        self.seen_topics.add(topic)
-        if self._on_topic is not None:
-            self._on_topic(topic)
+        return records, positions
 
     def _warn_once(self, error: KafkaError) -> None:
         if error.code() not in self._warned:
             self._warned.add(error.code())
             log.warning("Task %s: consumer reported %s (retrying)", self.id, error)
 
-    def _deliver(self, records: list[SinkRecord]) -> None:
+    def _deliver(self, records: list[SinkRecord]) -> bool:
+        """put() the batch, retrying after RetriableException; False if a stop came first."""
         while True:
             try:
                 self.sink_task.put(records)
-                return
+                return True
             except RetriableException:
                 # Redeliver the same batch after the task's timeout; keep polling (paused)
                 # so the consumer stays in the group.
@@ -249,7 +250,7 @@ class WorkerSinkTask(WorkerTask):
                 if not self._paused:
                     consumer.resume(parts)
                 if self.stopping.is_set():
-                    return
+                    return False
 
     def _commit(self, only: set[TopicPartition] | None = None) -> None:
         consumer = self._consumer

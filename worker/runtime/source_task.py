@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
@@ -40,7 +40,7 @@ class _Context(SourceTaskContext):
         return self._reader
 
 
-def encode_headers(headers: list[tuple[str, Any]]) -> list[tuple[str, bytes | None]]:
+def encode_headers(headers: Iterable[tuple[str, Any]]) -> list[tuple[str, bytes | None]]:
     out: list[tuple[str, bytes | None]] = []
     for key, value in headers:
         if value is None or isinstance(value, bytes):
@@ -58,7 +58,7 @@ class WorkerSourceTask(WorkerTask):
                  offset_store: OffsetBackingStore, offset_flush_interval_ms: int,
                  offset_flush_timeout_ms: int, tolerate_errors: bool = False,
                  on_topic: Callable[[str], None] | None = None) -> None:
-        super().__init__(task_id, task, task_config, target_state, status)
+        super().__init__(task_id, task, task_config, target_state, status, on_topic)
         self.source_task: SourceTask = task
         self._producer_config = producer_config
         self._key_converter = key_converter
@@ -68,7 +68,6 @@ class WorkerSourceTask(WorkerTask):
         self._flush_interval_s = offset_flush_interval_ms / 1000
         self._flush_timeout_s = offset_flush_timeout_ms / 1000
         self._tolerate_errors = tolerate_errors
-        self._on_topic = on_topic
         self._tracker = OffsetTracker()
         self._delivery_error: KafkaException | None = None
         self._producer: Producer | None = None
@@ -175,7 +174,7 @@ class WorkerSourceTask(WorkerTask):
                             "conversion", self.id, exc_info=True)
                 continue
             if topic not in seen:
-                self._first_use(topic)
+                self.record_topic(topic)
             if plain and out.kafka_partition is None and out.timestamp is None \
                     and not out.headers:
                 try:
@@ -184,7 +183,7 @@ class WorkerSourceTask(WorkerTask):
                     self._produce(produce, topic, value, key)
             else:
                 kwargs: dict[str, Any] = {}
-                if self._wants_commit_record:
+                if not plain:
                     kwargs["on_delivery"] = self._record_callback(record)
                 if out.kafka_partition is not None:
                     kwargs["partition"] = out.kafka_partition
@@ -211,11 +210,6 @@ class WorkerSourceTask(WorkerTask):
                                            ) from None
             except KafkaException as exc:
                 raise ConnectException(f"Failed to send a record to {topic}") from exc
-
-    def _first_use(self, topic: str) -> None:
-        self.seen_topics.add(topic)
-        if self._on_topic is not None:
-            self._on_topic(topic)
 
     def commit_offsets(self) -> bool:
         """Flush the producer, then commit the offsets of everything it acknowledged.

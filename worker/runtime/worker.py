@@ -14,7 +14,7 @@ from worker.api.connector import Connector, SinkConnector
 from worker.api.converter import Converter
 from worker.api.task import SinkTask, SourceTask
 from worker.config.worker_config import WorkerConfig
-from worker.plugins.registry import PluginRegistry, PluginType
+from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry, PluginType
 from worker.runtime import kafka_clients
 from worker.runtime.chain import TransformationChain
 from worker.runtime.offsets import StoreOffsetReader
@@ -30,10 +30,9 @@ from worker.storage.base import (
     TargetState,
     TaskId,
 )
+from worker.util.props import strip_prefix
 
 log = logging.getLogger(__name__)
-
-CONNECTOR_TYPES = {PluginType.SOURCE, PluginType.SINK}
 
 
 class Worker:
@@ -204,7 +203,7 @@ class Worker:
         # A connector-level converter takes its settings from the connector config;
         # otherwise the worker's converter with the worker's settings (as Kafka does).
         if connector_config.get(key):
-            name, props = connector_config[key], _prefixed(connector_config, key + ".")
+            name, props = connector_config[key], strip_prefix(connector_config, key + ".")
         else:
             name, props = self.config.get(key), self.config.prefixed(key + ".")
         converter = self.registry.new_instance(name, PluginType.CONVERTER)
@@ -215,7 +214,3 @@ class Worker:
         if not self.config.get("topic.tracking.enable"):
             return None
         return lambda topic: self.status.topic(topic, task_id)
-
-
-def _prefixed(props: Mapping[str, str], prefix: str) -> dict[str, str]:
-    return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}

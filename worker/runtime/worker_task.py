@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 
 class WorkerTask(ABC):
     def __init__(self, task_id: TaskId, task: Task, task_config: dict[str, str],
-                 target_state: TargetState, status: StatusReporter) -> None:
+                 target_state: TargetState, status: StatusReporter,
+                 on_topic: Callable[[str], None] | None = None) -> None:
         self.id = task_id
         self.task = task
         self.task_config = task_config
@@ -34,6 +35,7 @@ class WorkerTask(ABC):
         # KIP-558: topics this task already recorded as active (cleared by a topic reset,
         # so the next use records them again).
         self.seen_topics: set[str] = set()
+        self._on_topic = on_topic
         self._target = target_state
         self._state_changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id.connector}-"
@@ -90,6 +92,12 @@ class WorkerTask(ABC):
                 log.exception("Task %s failed while closing", self.id)
             if not self.failed:
                 self.status.task(self.id, State.UNASSIGNED)
+
+    def record_topic(self, topic: str) -> None:
+        """KIP-558: note a topic this task produced to / consumed from, once per topic."""
+        self.seen_topics.add(topic)
+        if self._on_topic is not None:
+            self._on_topic(topic)
 
     def await_unpaused(self) -> bool:
         """Block while the target state is PAUSED; return False when stopping."""
