@@ -4,6 +4,7 @@ context, and an Event that tells when a task starts waiting on it."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -42,3 +43,20 @@ class WaitSpyEvent(threading.Event):
     def wait(self, timeout: float | None = None) -> bool:
         self.waiting.set()
         return super().wait(timeout)
+
+
+def assert_stop_ends_waiting_poll(task: Any, deadline_s: float) -> None:
+    """``task.poll()`` blocks on the task's ``_stopping`` Event; ``stop()`` from another
+    thread must end it within ``deadline_s``, returning None."""
+    spy = WaitSpyEvent()
+    task._stopping = spy
+    result: list[Any] = []
+    poller = threading.Thread(target=lambda: result.append(task.poll()))
+    started = time.monotonic()
+    poller.start()
+    assert spy.waiting.wait(deadline_s), "poll() never started waiting"
+    task.stop()
+    poller.join(deadline_s)
+    assert not poller.is_alive()
+    assert time.monotonic() - started < deadline_s
+    assert result == [None]

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.source_fakes import FakeContext, FakeOffsetReader, WaitSpyEvent
+from tests.support.source_fakes import (
+    FakeContext,
+    FakeOffsetReader,
+    assert_stop_ends_waiting_poll,
+)
 from worker.api import (
     ConfigException,
     ConnectException,
@@ -176,18 +179,7 @@ def test_stop_from_another_thread_ends_a_waiting_poll(
     if not missing:
         path.write_bytes(b"")
     task = start_source(path)
-    spy = WaitSpyEvent()
-    task._stopping = spy
-    result: list[Any] = []
-    poller = threading.Thread(target=lambda: result.append(task.poll()))
-    started = time.monotonic()
-    poller.start()
-    assert spy.waiting.wait(DEADLINE_S), "poll() never started waiting"
-    task.stop()
-    poller.join(DEADLINE_S)
-    assert not poller.is_alive()
-    assert time.monotonic() - started < DEADLINE_S
-    assert result == [None]
+    assert_stop_ends_waiting_poll(task, DEADLINE_S)
 
 
 def test_poll_after_stop_returns_none(tmp_path: Path) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 import pytest
 
-from tests.support.source_fakes import FakeContext, FakeOffsetReader, WaitSpyEvent
+from tests.support.source_fakes import (
+    FakeContext,
+    FakeOffsetReader,
+    assert_stop_ends_waiting_poll,
+)
 from worker.api import (
     ConfigException,
     ConnectException,
@@ -125,18 +128,7 @@ def test_stop_from_another_thread_ends_a_waiting_poll(
     task = start_task(**props)
     if "rate" in props:
         assert task.poll() is not None  # the first record is due at once
-    spy = WaitSpyEvent()
-    task._stopping = spy
-    result: list[Any] = []
-    poller = threading.Thread(target=lambda: result.append(task.poll()))
-    started = time.monotonic()
-    poller.start()
-    assert spy.waiting.wait(DEADLINE_S), "poll() never started waiting"
-    task.stop()
-    poller.join(DEADLINE_S)
-    assert not poller.is_alive()
-    assert time.monotonic() - started < DEADLINE_S
-    assert result == [None]
+    assert_stop_ends_waiting_poll(task, DEADLINE_S)
 
 
 @pytest.mark.parametrize("props, key", [
