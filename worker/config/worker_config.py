@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from worker.api.config_def import ConfigDef, Importance, Type, at_least, one_of
+from worker.api.config_def import NO_DEFAULT, ConfigDef, Importance, Type, at_least, one_of
 from worker.api.exceptions import ConfigException
 from worker.errors import ConfigError
 from worker.util.props import strip_prefix
@@ -28,6 +28,18 @@ PASSTHROUGH_PREFIXES = (
     "header.converter.", "listeners.https.", "admin.listeners.https.", "config.providers.",
     "ssl.", "sasl.", "security.", "metric.reporters.",
 )
+
+def _replication_factor(name: str, value: Any) -> None:
+    if value is not None and (value == 0 or value < -1):
+        raise ConfigException(name, value, "Replication factor must be positive or -1 "
+                              "(the broker default)")
+
+
+def _partitions(name: str, value: Any) -> None:
+    if value is not None and (value == 0 or value < -1):
+        raise ConfigException(name, value, "Number of partitions must be positive or -1 "
+                              "(the broker default)")
+
 
 COMMON = (
     ConfigDef()
@@ -82,6 +94,55 @@ STANDALONE = COMMON.merge(
             "Default: sqlite next to offset.storage.file.filename, else "
             "./connect-standalone.db.")
 )
+
+DISTRIBUTED = COMMON.merge(
+    ConfigDef()
+    .define("group.id", Type.STRING, NO_DEFAULT, Importance.HIGH,
+            "Unique name of the Connect cluster this worker joins.")
+    .define("config.storage.topic", Type.STRING, NO_DEFAULT, Importance.HIGH,
+            "Compacted topic (1 partition) holding connector and task configs.")
+    .define("offset.storage.topic", Type.STRING, NO_DEFAULT, Importance.HIGH,
+            "Compacted topic holding source connector offsets.")
+    .define("status.storage.topic", Type.STRING, NO_DEFAULT, Importance.HIGH,
+            "Compacted topic holding connector, task and active-topic statuses.")
+    .define("config.storage.replication.factor", Type.SHORT, 3, Importance.LOW,
+            "Replication factor of the config topic when created (-1: broker default).",
+            validator=_replication_factor)
+    .define("offset.storage.replication.factor", Type.SHORT, 3, Importance.LOW,
+            "Replication factor of the offset topic when created (-1: broker default).",
+            validator=_replication_factor)
+    .define("status.storage.replication.factor", Type.SHORT, 3, Importance.LOW,
+            "Replication factor of the status topic when created (-1: broker default).",
+            validator=_replication_factor)
+    .define("offset.storage.partitions", Type.INT, 25, Importance.LOW,
+            "Partitions of the offset topic when created (-1: broker default).",
+            validator=_partitions)
+    .define("status.storage.partitions", Type.INT, 5, Importance.LOW,
+            "Partitions of the status topic when created (-1: broker default).",
+            validator=_partitions)
+    .define("session.timeout.ms", Type.INT, 10000, Importance.HIGH,
+            "Time without heartbeats after which the group coordinator removes a worker.",
+            validator=at_least(1))
+    .define("heartbeat.interval.ms", Type.INT, 3000, Importance.HIGH,
+            "Interval between heartbeats to the group coordinator.", validator=at_least(1))
+    .define("rebalance.timeout.ms", Type.INT, 60000, Importance.HIGH,
+            "Time a worker may take to rejoin the group during a rebalance.",
+            validator=at_least(1))
+    .define("scheduled.rebalance.max.delay.ms", Type.INT, 300000, Importance.LOW,
+            "Time a departed worker's connectors and tasks wait for it to return before "
+            "they are reassigned.", validator=at_least(0))
+    .define("worker.sync.timeout.ms", Type.INT, 3000, Importance.MEDIUM,
+            "Time to wait for the config topic to catch up before giving up the "
+            "assignment and rejoining.", validator=at_least(1))
+    .define("worker.unsync.backoff.ms", Type.INT, 300000, Importance.MEDIUM,
+            "Back-off before rejoining after failing to catch up with the config topic.",
+            validator=at_least(0))
+    .define("connect.protocol", Type.STRING, "sessioned", Importance.LOW,
+            "Kafka's rebalance protocol choice; connect-plane always uses its own "
+            "incremental protocol (see docs/distributed.md).",
+            validator=one_of("eager", "compatible", "sessioned"))
+)
+
 
 # Keys Kafka's workers understand that we accept without using them (logged at INFO).
 KNOWN_UNUSED = frozenset({
@@ -151,3 +212,11 @@ class StandaloneConfig(WorkerConfig):
         offsets_file = self.get("offset.storage.file.filename")
         path = Path(f"{offsets_file}.db") if offsets_file else Path("connect-standalone.db")
         return f"sqlite:///{path.resolve()}"
+
+
+class DistributedConfig(WorkerConfig):
+    definition = DISTRIBUTED
+
+    @property
+    def group_id(self) -> str:
+        return str(self.get("group.id"))
