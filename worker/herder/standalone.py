@@ -35,6 +35,7 @@ from worker.herder.models import (
     Message,
     ServerInfo,
 )
+from worker.herder.reconcile import Reconciler
 from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry
 from worker.runtime.loggers import Loggers
 from worker.runtime.sink_offsets import SinkGroupOffsets, open_sink_offsets
@@ -70,12 +71,9 @@ class StandaloneHerder(AbstractHerder):
         self._requests: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = (
             queue.Queue())
         self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)
-        self._needs_task_configs: set[str] = set()
-        self._restart_connectors: set[str] = set()
-        self._restart_tasks: set[TaskId] = set()
-        # Per connector: resolved once its latest task-config request has been applied (or
-        # superseded), so that a config write can answer with the new tasks.
-        self._task_configs_applied: dict[str, Future[None]] = {}
+        self._reconciler = Reconciler(worker, config_store, status_store,
+                                      submit=self._submit,
+                                      publish_task_configs=config_store.put_task_configs)
         self._running = False
         #: Opens a sink connector's consumer-group offsets (replaceable in tests).
         self.sink_offsets_factory: Callable[[WorkerConfig, str, Mapping[str, str]],
@@ -88,7 +86,7 @@ class StandaloneHerder(AbstractHerder):
             store.start()
         self._thread.start()
         self._running = True
-        self._call(self._reconcile)
+        self._call(self._reconciler.reconcile)
         log.info("Standalone herder started with %d connector(s)", len(self.connectors()))
 
     def stop(self) -> None:
@@ -96,17 +94,12 @@ class StandaloneHerder(AbstractHerder):
             return
         self._running = False
         try:
-            self._call(self._stop_worker)
+            self._call(self._reconciler.stop_all)
         finally:
             self._requests.put(None)
             self._thread.join(REQUEST_TIMEOUT_S)
             for store in (self.config_store, self.offset_store, self.status_store):
                 store.stop()
-
-    def _stop_worker(self) -> None:
-        self.worker.stop()
-        for name in list(self._task_configs_applied):
-            self._settle_task_configs(name)
 
     def server_info(self) -> ServerInfo:
         return ServerInfo(VERSION, "unknown", self.kafka_cluster_id)
@@ -128,8 +121,8 @@ class StandaloneHerder(AbstractHerder):
                 raise AlreadyExistsError(f"Connector {name} already exists")
             self.config_store.put_connector_config(
                 name, config, (initial_state or TargetState.STARTED) if created else None)
-            self._reconcile()
-            return created, self._task_configs_applied.get(name)
+            self._reconciler.reconcile()
+            return created, self._reconciler.task_configs_applied.get(name)
         created, applied = self._call(write)
         return Created(created, self._info_after_task_configs(name, applied))
 
@@ -144,8 +137,8 @@ class StandaloneHerder(AbstractHerder):
             if not self.config_store.snapshot().contains(name):
                 raise not_found(name)
             self.config_store.put_connector_config(name, merged)
-            self._reconcile()
-            return self._task_configs_applied.get(name)
+            self._reconciler.reconcile()
+            return self._reconciler.task_configs_applied.get(name)
         return self._info_after_task_configs(name, self._call(write))
 
     def _info_after_task_configs(self, name: str, applied: Future[None] | None
@@ -165,7 +158,7 @@ class StandaloneHerder(AbstractHerder):
         def write() -> None:
             self._snapshot_with(name)
             self.config_store.remove_connector_config(name)
-            self._reconcile()
+            self._reconciler.reconcile()
         self._call(write)
 
     def restart_connector(self, name: str, *, include_tasks: bool = False,
@@ -175,16 +168,16 @@ class StandaloneHerder(AbstractHerder):
             plain = not include_tasks and not only_failed
             status = self.status_store.get_connector(name)
             if plain or not only_failed or (status and status.state is State.FAILED):
-                self._restart_connectors.add(name)
+                self._reconciler.restart_connectors.add(name)
                 if not plain:
                     self.worker.status.connector(name, State.RESTARTING)
             if include_tasks:
                 for task in self.status_store.get_tasks(name):
                     if not only_failed or task.state is State.FAILED:
-                        self._restart_tasks.add(task.id)
+                        self._reconciler.restart_tasks.add(task.id)
                         self.worker.status.task(task.id, State.RESTARTING)
             result = None if plain else self.connector_status(name)
-            self._reconcile()
+            self._reconciler.reconcile()
             return result
         return self._call(write)
 
@@ -193,8 +186,8 @@ class StandaloneHerder(AbstractHerder):
             snapshot = self._snapshot_with(task.connector)
             if not 0 <= task.task < len(snapshot.tasks(task.connector)):
                 raise NotFoundError(f"Task {task.connector}-{task.task} not found")
-            self._restart_tasks.add(task)
-            self._reconcile()
+            self._reconciler.restart_tasks.add(task)
+            self._reconciler.reconcile()
         self._call(write)
 
     def pause_connector(self, name: str) -> None:
@@ -210,7 +203,7 @@ class StandaloneHerder(AbstractHerder):
         def write() -> None:
             self._snapshot_with(name)
             self.config_store.put_target_state(name, target)
-            self._reconcile()
+            self._reconciler.reconcile()
         self._call(write)
 
     # --- KIP-875 offsets -------------------------------------------------------------------
@@ -343,116 +336,3 @@ class StandaloneHerder(AbstractHerder):
                 future.set_result(fn())
             except BaseException as exc:  # handed to whoever waits on the future
                 future.set_exception(exc)
-
-    def _on_reconfiguration_request(self, name: str) -> None:
-        def request() -> None:
-            self._needs_task_configs.add(name)
-            self._reconcile()
-        self._submit(request)
-
-    # --- reconciliation (herder thread only) ---------------------------------------------
-
-    def _reconcile(self) -> None:
-        snapshot = self.config_store.snapshot()
-        worker = self.worker
-        for name in [n for n in worker.connectors if not snapshot.contains(n)]:
-            worker.stop_tasks(worker.task_ids(name))
-            worker.stop_connector(name)
-            self._settle_task_configs(name)
-            self.status_store.delete_connector(name)
-            self.status_store.delete_topics(name)
-        for name, config in snapshot.connector_configs.items():
-            target = snapshot.target_state(name)
-            running = worker.connectors.get(name)
-            if running is None or running.config != config or name in self._restart_connectors:
-                self._restart_connectors.discard(name)
-                if running is not None:
-                    worker.stop_connector(name)
-                    # A stopped connector never answers a pending task-config request.
-                    self._settle_task_configs(name)
-                self.worker.status.connector(name, State.UNASSIGNED)
-                worker.start_connector(name, config, target, self._on_reconfiguration_request)
-                self._needs_task_configs.add(name)
-            else:
-                if target is TargetState.STARTED and running.target_state is not target:
-                    # Resuming restarts the connector instance, which may now see a
-                    # different world: regenerate task configs (restarting tasks only if
-                    # they changed), as Kafka's herder does on resume.
-                    self._needs_task_configs.add(name)
-                worker.set_connector_target(name, target)
-            self._reconcile_tasks(name, config, target, snapshot.tasks(name))
-
-    def _reconcile_tasks(self, name: str, config: dict[str, str], target: TargetState,
-                         stored: list[dict[str, str]]) -> None:
-        worker = self.worker
-        if target is TargetState.STOPPED:
-            # KIP-875: a stopped connector has no tasks and no task configs.
-            worker.stop_tasks(worker.task_ids(name))
-            for task in self.status_store.get_tasks(name):
-                self.status_store.delete_task(task.id)
-            if stored:
-                self.config_store.put_task_configs(name, [])
-            # Requested once it runs again: resuming a stopped connector regenerates them.
-            self._needs_task_configs.add(name)
-            return
-        if name in self._needs_task_configs and target is TargetState.STARTED:
-            self._needs_task_configs.discard(name)
-            self._request_task_configs(name, config)
-        desired = {TaskId(name, i): c for i, c in enumerate(stored)}
-        # While the connector computes new task configs, a changed connector config alone
-        # does not restart the tasks: they restart once, when the new task configs arrive
-        # (restarting now would run them briefly with the old task configs).
-        awaiting_configs = name in self._task_configs_applied
-        stale = [t for t in worker.task_ids(name)
-                 if t not in desired or t in self._restart_tasks
-                 or worker.tasks[t].task_config != desired[t]
-                 or (not awaiting_configs and worker.tasks[t].connector_config != config)]
-        worker.stop_tasks(stale)
-        for task in self.status_store.get_tasks(name):
-            if task.id not in desired:
-                self.status_store.delete_task(task.id)
-        for task_id, task_config in desired.items():
-            self._restart_tasks.discard(task_id)
-            if task_id in worker.tasks:
-                worker.set_task_target(task_id, target)
-            else:
-                worker.start_task(task_id, config, task_config, target)
-
-    def _request_task_configs(self, name: str, config: dict[str, str]) -> None:
-        max_tasks = int(config.get("tasks.max", "1"))
-        future = self.worker.request_task_configs(name, max_tasks)
-        if future is None:
-            return
-        self._settle_task_configs(name)  # a newer request supersedes the pending one
-        applied: Future[None] = Future()
-        self._task_configs_applied[name] = applied
-
-        def apply() -> None:
-            try:
-                snapshot = self.config_store.snapshot()
-                if (snapshot.connector_configs.get(name) != config
-                        or snapshot.target_state(name) is TargetState.STOPPED):
-                    return  # superseded while the connector was computing
-                try:
-                    configs = future.result(0)
-                except Exception:
-                    log.warning("Connector %s could not generate task configs", name,
-                                exc_info=True)
-                    return
-                if configs != snapshot.tasks(name):
-                    self.config_store.put_task_configs(name, configs)
-            finally:
-                self._settle_task_configs(name, applied)
-                # Also on failure: tasks held back while awaiting configs catch up now.
-                self._reconcile()
-        future.add_done_callback(lambda _f: self._submit(apply))
-
-    def _settle_task_configs(self, name: str, only: Future[None] | None = None) -> None:
-        """Resolve the pending task-config future of ``name`` (only if it is ``only``)."""
-        pending = only if only is not None else self._task_configs_applied.get(name)
-        if pending is None:
-            return
-        if self._task_configs_applied.get(name) is pending:
-            del self._task_configs_applied[name]
-        if not pending.done():
-            pending.set_result(None)
