@@ -15,7 +15,10 @@ third-party exceptions (``KafkaException``, ``SQLAlchemyError``, ...) into these
     │   └── ConfigValidationError     400  a config failed validation (carries the errors)
     ├── ConflictError                 409  the request races a rebalance / another write
     ├── ForbiddenError                403  a setting forbids the operation
-    ├── NotLeaderError                409  a write reached a follower (distributed mode)
+    ├── RequestTargetError            409  another worker must serve this (REST forwards it)
+    │   ├── NotLeaderError                     a write reached a follower (distributed mode)
+    │   └── NotAssignedError                   the connector/task runs on another worker
+    ├── RebalanceNeededError          409  a rebalance is pending (Kafka's message)
     ├── StorageError                  500  a backing store failed
     └── ConfigError                   ---  a worker/connector property is invalid at startup
 """
@@ -74,8 +77,34 @@ class ForbiddenError(ConnectError):
     status_code = 403
 
 
-class NotLeaderError(ConflictError):
-    """A write reached a worker that is not the leader and could not be forwarded."""
+class RequestTargetError(ConflictError):
+    """Another worker must serve this request: REST forwards it to ``forward_url``.
+
+    Reaches a client (409) only when forwarding is impossible: no known target (e.g. during
+    a rebalance) or the request was already forwarded (``?forward=false``).
+    """
+
+    def __init__(self, message: str, forward_url: str | None) -> None:
+        super().__init__(message)
+        self.forward_url = forward_url
+
+
+class NotLeaderError(RequestTargetError):
+    """A write reached a worker that is not the group leader."""
+
+
+class NotAssignedError(RequestTargetError):
+    """The connector or task runs on another worker."""
+
+
+class RebalanceNeededError(ConflictError):
+    """The worker's view is stale or a rebalance is under way (Kafka answers 409)."""
+
+    MESSAGE = ("Cannot complete request momentarily due to stale configuration (typically "
+               "caused by a concurrent config change)")
+
+    def __init__(self, message: str = MESSAGE) -> None:
+        super().__init__(message)
 
 
 class StorageError(ConnectError):

@@ -47,7 +47,7 @@ def test_wrong_method_is_405(client: TestClient) -> None:
 
 @pytest.mark.parametrize(("error", "status"), [
     (ConflictError("Cannot complete request because of a conflicting operation"), 409),
-    (NotLeaderError("Cannot complete request because of a conflicting operation"), 409),
+    (NotLeaderError("Cannot complete request because of a conflicting operation", None), 409),
     (ForbiddenError("Topic tracking is disabled."), 403),
     (StorageError("database is locked"), 500),
     (ConnectError("Request timed out"), 500),
