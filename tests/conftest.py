@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.support import WorkerProcess, WorkerStartError, unique_name, write_properties
+from tests.support.worker_process import DISTRIBUTED_MODULE
 from worker.testing import EmbeddedBroker, free_port
 
 if TYPE_CHECKING:
@@ -226,6 +227,95 @@ def standalone_worker(
                 if not clash or attempt == 2:
                     raise
         raise AssertionError("unreachable")
+
+    yield make
+
+    failed = _test_failed(request.node)
+    for worker in reversed(workers):
+        if failed:
+            print(f"\n----- {worker!r}: tail of {worker.log_path} -----\n{worker.log_tail(80)}")
+        worker.close()
+
+
+# ----------------------------------------------------------------- distributed workers
+
+#: Group timings of test clusters: failures detected within seconds, not minutes.
+DISTRIBUTED_TEST_PROPS: dict[str, object] = {
+    "session.timeout.ms": TEST_SESSION_TIMEOUT_MS,
+    "heartbeat.interval.ms": 1000,
+    "rebalance.timeout.ms": 20000,
+    "scheduled.rebalance.max.delay.ms": 0,
+    "config.storage.replication.factor": 1,
+    "offset.storage.replication.factor": 1,
+    "status.storage.replication.factor": 1,
+    "offset.storage.partitions": 5,
+    "status.storage.partitions": 3,
+    "offset.flush.interval.ms": 1000,
+    "consumer.session.timeout.ms": TEST_SESSION_TIMEOUT_MS,
+}
+
+
+@dataclass
+class DistributedCluster:
+    """Workers of one ``group.id`` (``connect-distributed`` subprocesses)."""
+
+    group_id: str
+    workers: list[WorkerProcess]
+    add_worker: Callable[[], WorkerProcess]
+
+    def running(self) -> list[WorkerProcess]:
+        return [w for w in self.workers if w.is_running]
+
+
+DistributedClusterFactory = Callable[..., DistributedCluster]
+
+
+@pytest.fixture
+def distributed_cluster(
+    kafka_bootstrap: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[DistributedClusterFactory]:
+    """Factory: ``distributed_cluster(size=3, overrides=None) -> DistributedCluster``.
+
+    Each cluster gets a unique ``group.id`` and internal topics, each worker a free REST
+    port and its own directory under ``tmp_path`` (properties and ``worker.log``); the
+    base properties are :data:`DISTRIBUTED_TEST_PROPS`. All workers are stopped when the
+    test ends; a failed test prints every worker's log tail.
+    """
+    workers: list[WorkerProcess] = []
+
+    def make(size: int = 3, overrides: Mapping[str, object | None] | None = None,
+             startup_timeout: float = 90.0) -> DistributedCluster:
+        group = unique_name("cluster")
+
+        def add_worker() -> WorkerProcess:
+            workdir = tmp_path / f"{group}-worker-{len(workers) + 1}"
+            workdir.mkdir()
+            port = free_port()
+            props: dict[str, object | None] = {
+                "bootstrap.servers": kafka_bootstrap,
+                "listeners": f"http://127.0.0.1:{port}",
+                "group.id": group,
+                "config.storage.topic": f"{group}-configs",
+                "offset.storage.topic": f"{group}-offsets",
+                "status.storage.topic": f"{group}-status",
+                **DISTRIBUTED_TEST_PROPS,
+                **(overrides or {}),
+            }
+            props_file = write_properties(workdir / "worker.properties",
+                                          {k: v for k, v in props.items() if v is not None})
+            worker = WorkerProcess(props_file, url=f"http://127.0.0.1:{port}",
+                                   log_path=workdir / "worker.log",
+                                   startup_timeout=startup_timeout,
+                                   module=DISTRIBUTED_MODULE)
+            workers.append(worker)
+            return worker
+
+        members = [add_worker() for _ in range(size)]
+        for worker in members:  # started together: the group forms once
+            worker.launch()
+        for worker in members:
+            worker.wait_started()
+        return DistributedCluster(group, members, add_worker)
 
     yield make
 

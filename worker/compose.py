@@ -14,9 +14,10 @@ from urllib.parse import urlsplit
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from worker.config.worker_config import StandaloneConfig, WorkerConfig
+from worker.config.worker_config import DistributedConfig, StandaloneConfig, WorkerConfig
 from worker.errors import ConfigError, ConnectError, PluginNotFoundError
 from worker.herder.abstract import AbstractHerder
+from worker.herder.distributed import DistributedHerder
 from worker.herder.standalone import StandaloneHerder
 from worker.plugins.registry import PluginRegistry, PluginType, builtin_registry
 from worker.rest.app import create_app
@@ -25,6 +26,11 @@ from worker.runtime import kafka_clients
 from worker.runtime.loggers import Loggers
 from worker.runtime.worker import Worker
 from worker.storage.cached import CachedConfigBackingStore, CachedStatusBackingStore
+from worker.storage.kafka import (
+    KafkaConfigBackingStore,
+    KafkaOffsetBackingStore,
+    KafkaStatusBackingStore,
+)
 from worker.storage.sql import (
     SqlConfigBackingStore,
     SqlDatabase,
@@ -96,6 +102,13 @@ def worker_id(config: WorkerConfig) -> str:
     return f"{host}:{port}"
 
 
+def advertised_url(config: WorkerConfig) -> str:
+    """The URL other workers forward requests to (``rest.advertised.*``, as in Kafka)."""
+    listener = config.listeners[0] if config.listeners else "http://:8083"
+    scheme = config.get("rest.advertised.listener") or urlsplit(listener).scheme or "http"
+    return f"{scheme.lower()}://{worker_id(config)}"
+
+
 def check_worker_converters(config: WorkerConfig, registry: PluginRegistry) -> None:
     """Fail startup, naming the key, if a worker-level converter class is not installed.
 
@@ -123,5 +136,22 @@ def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None =
     worker = Worker(worker_id(config), config, registry, offset_store, status_store)
     herder = StandaloneHerder(config, registry, worker, config_store, offset_store,
                               status_store, kafka_cluster_id=cluster_id, loggers=Loggers())
+    server = RestServer(create_app(herder), config.listeners)
+    return WorkerProcess(config, herder, server)
+
+
+def build_distributed(config: DistributedConfig, registry: PluginRegistry | None = None
+                      ) -> WorkerProcess:
+    """A distributed worker: state in the internal topics, membership in ``group.id``."""
+    registry = registry or builtin_registry()
+    check_worker_converters(config, registry)
+    cluster_id = kafka_cluster_id(config)
+    config_store = KafkaConfigBackingStore(config)
+    offset_store = KafkaOffsetBackingStore(config)
+    status_store = KafkaStatusBackingStore(config)
+    worker = Worker(worker_id(config), config, registry, offset_store, status_store)
+    herder = DistributedHerder(config, registry, worker, config_store, offset_store,
+                               status_store, url=advertised_url(config),
+                               kafka_cluster_id=cluster_id, loggers=Loggers())
     server = RestServer(create_app(herder), config.listeners)
     return WorkerProcess(config, herder, server)

@@ -25,10 +25,11 @@ import httpx
 
 from worker.testing import log_tail, terminate_process
 
-__all__ = ["WorkerProcess", "WorkerStartError", "write_properties"]
+__all__ = ["DISTRIBUTED_MODULE", "WorkerProcess", "WorkerStartError", "write_properties"]
 
-#: The module behind the ``connect-standalone`` console script.
+#: The modules behind the ``connect-standalone`` / ``connect-distributed`` console scripts.
 STANDALONE_MODULE = "worker.cli.standalone"
+DISTRIBUTED_MODULE = "worker.cli.distributed"
 
 
 class WorkerStartError(RuntimeError):
@@ -75,6 +76,7 @@ class WorkerProcess:
     :param stop_timeout: how long :meth:`stop` waits after SIGTERM before SIGKILL.
     :param env: extra environment variables for the worker.
     :param cwd: working directory of the worker (default: the caller's).
+    :param module: ``STANDALONE_MODULE`` or ``DISTRIBUTED_MODULE``.
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class WorkerProcess:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         request_timeout: float = 30.0,
+        module: str = STANDALONE_MODULE,
     ) -> None:
         self.props_file = Path(props_file)
         self.connector_files = [Path(p) for p in connector_files]
@@ -99,6 +102,7 @@ class WorkerProcess:
         self.env = dict(env or {})
         self.cwd = cwd
         self.request_timeout = request_timeout
+        self.module = module
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
         self._log_start = 0
@@ -113,7 +117,7 @@ class WorkerProcess:
         return [
             sys.executable,
             "-m",
-            STANDALONE_MODULE,
+            self.module,
             str(self.props_file),
             *(str(p) for p in self.connector_files),
         ]
@@ -156,6 +160,11 @@ class WorkerProcess:
         Raises :class:`WorkerStartError` with the log tail if the process exits first or
         ``timeout`` (default ``startup_timeout``) passes; the process is stopped then.
         """
+        self.launch()
+        return self.wait_started(timeout, healthy=healthy)
+
+    def launch(self) -> WorkerProcess:
+        """Spawn the worker without waiting (several workers can then start together)."""
         if self.is_running:
             raise RuntimeError(f"worker {self.url} is already running (pid {self.pid})")
         self._close_log()
@@ -174,6 +183,11 @@ class WorkerProcess:
             env=env,
             cwd=self.cwd,
         )
+        return self
+
+    def wait_started(self, timeout: float | None = None, *, healthy: bool = True
+                     ) -> WorkerProcess:
+        """Wait until a :meth:`launch`-ed worker is ready (see :meth:`start`)."""
         try:
             self._wait_ready(self.startup_timeout if timeout is None else timeout, healthy)
         except BaseException:

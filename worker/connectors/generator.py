@@ -19,6 +19,7 @@ default partitioner all records of one task land in one partition, in sequence o
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -37,6 +38,8 @@ from worker.api import (
 )
 from worker.api.config_def import at_least, non_empty_string, one_of
 from worker.api.data import STRING_SCHEMA
+
+log = logging.getLogger(__name__)
 
 TOPIC_CONFIG = "topic"
 COUNT_CONFIG = "count"
@@ -159,6 +162,7 @@ class SequenceGeneratorTask(SourceTask):
         self._key = str(self._task)
         offset = self.context.offset_storage_reader.offset(self._partition)
         self._next_seq = 0 if offset is None else _check_seq(offset) + 1
+        log.info("Generator task %d starts at sequence number %d", self._task, self._next_seq)
 
     def poll(self) -> list[SourceRecord] | None:
         if self._stopping.is_set():

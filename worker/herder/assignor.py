@@ -114,6 +114,15 @@ class IncrementalAssignor:
         self._previous = Assignment()  # assigned last round, plus work still held
         self._deadlines: dict[str | TaskId, float] = {}  # held item -> release time
 
+    def checkpoint(self) -> tuple[Assignment, dict[str | TaskId, float]]:
+        """The memory before a round, to :meth:`restore` if that round never took effect."""
+        return self._previous, dict(self._deadlines)
+
+    def restore(self, state: tuple[Assignment, dict[str | TaskId, float]]) -> None:
+        """Forget a round whose assignment was never delivered (its SyncGroup failed):
+        otherwise work it gave out would look lost next round and be held again."""
+        self._previous, self._deadlines = state[0], dict(state[1])
+
     @property
     def held(self) -> Assignment:
         """Lost work currently held back, waiting for its worker to return."""

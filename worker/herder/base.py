@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 
+from worker.errors import ConnectError
 from worker.herder.models import (
     ConfigInfos,
     ConfigKeyInfo,
@@ -119,6 +120,11 @@ class Herder(ABC):
     @abstractmethod
     def stop_connector(self, name: str) -> None:
         """KIP-875 STOPPED. Raises NotFoundError."""
+
+    def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """Distributed mode's internal write of task configs (the leader stores them)."""
+        raise ConnectError("Kafka Connect in standalone mode does not support externally "
+                           "setting task configurations.")
 
     # --- plugins -----------------------------------------------------------------------
 

@@ -109,6 +109,8 @@ class GroupMembership:
         self._coordinator: _Coordinator | None = None
         self._lock = threading.Lock()
         self._joined: tuple[int, str, WorkerAssignment | None] | None = None
+        #: Rejoins asked for (sent in the metadata, so that each one starts a new round).
+        self.rejoins = 0
 
     def start(self) -> None:
         settings = client_settings(self.config)
@@ -171,6 +173,9 @@ class GroupMembership:
             self._joined = (generation, member_id, assignment)
 
     def request_rejoin(self) -> None:
+        """Start a new round: ``metadata()`` should differ from the last join's (see
+        ``protocol``), which the herder ensures with its rejoin counter."""
+        self.rejoins += 1
         self._require().request_rejoin()
 
     @property

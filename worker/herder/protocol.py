@@ -6,8 +6,11 @@ Kafka Connect uses, so the coordinator refuses a mix of Java and Python workers 
 protocol name ``PROTOCOL``. Metadata and assignments are JSON:
 
 * member metadata (JoinGroup): ``{"version", "url", "worker_id", "config_offset",
-  "owned": {"connectors", "tasks"}}`` — ``owned`` is what the member runs now, which makes
-  the rebalance incremental (KIP-415);
+  "owned": {"connectors", "tasks"}, "rejoin"}`` — ``owned`` is what the member runs now,
+  which makes the rebalance incremental (KIP-415); ``rejoin`` counts the rejoins this
+  member asked for, so a rejoin always carries changed metadata and the coordinator runs a
+  new round (a coordinator may otherwise answer an unchanged member with the current
+  generation, as Tansu does even for the leader);
 * assignment (SyncGroup): ``{"version", "error", "leader", "leader_url", "config_offset",
   "assigned", "revoked", "delay_ms", "cluster"}`` — ``cluster`` lists every member's URL,
   worker id and assignment, so any worker can forward a request to the owner of a
@@ -42,17 +45,20 @@ class MemberMetadata:
     worker_id: str
     config_offset: int
     owned: Assignment = field(default_factory=Assignment)
+    rejoin: int = 0
 
     def encode(self) -> bytes:
         return _dump({"version": VERSION, "url": self.url, "worker_id": self.worker_id,
-                      "config_offset": self.config_offset, "owned": self.owned.to_dict()})
+                      "config_offset": self.config_offset, "owned": self.owned.to_dict(),
+                      "rejoin": self.rejoin})
 
     @classmethod
     def decode(cls, raw: bytes) -> MemberMetadata:
         body = _load(raw)
         try:
             return cls(str(body["url"]), str(body["worker_id"]), int(body["config_offset"]),
-                       Assignment.from_dict(body.get("owned") or {}))
+                       Assignment.from_dict(body.get("owned") or {}),
+                       int(body.get("rejoin", 0)))
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed member metadata: {exc}") from exc
 

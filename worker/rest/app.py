@@ -12,8 +12,10 @@ import time
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from worker.errors import RequestTargetError
 from worker.herder.base import Herder
 from worker.rest.errors import install_error_handlers
+from worker.rest.forward import BodyCacheMiddleware, forward_request
 from worker.rest.routes import (
     connector_offsets,
     connector_plugins,
@@ -87,6 +89,9 @@ def create_app(herder: Herder) -> FastAPI:
                    loggers):
         app.include_router(module.router)
     install_error_handlers(app)
+    # Distributed mode: requests another worker must serve are replayed there.
+    app.add_exception_handler(RequestTargetError, forward_request)
+    app.add_middleware(BodyCacheMiddleware)
     # Added last = outermost: log every request, including those answered by the
     # catch-all error middleware, and normalize the path before anything routes on it.
     app.add_middleware(TrailingSlashMiddleware)

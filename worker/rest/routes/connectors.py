@@ -2,8 +2,8 @@
 
 The counterpart of Kafka Connect's ``ConnectorsResource``: same paths, verbs, status codes
 and JSON. Every handler is a plain ``def`` so FastAPI runs it in its thread pool; the herder
-may block on storage without stalling the event loop. ``?forward=`` (leader forwarding in
-distributed mode) is accepted and, for now, ignored, as any unknown query parameter is.
+may block on storage without stalling the event loop. ``?forward=`` drives leader forwarding in
+distributed mode (``worker.rest.forward``).
 """
 
 from __future__ import annotations
@@ -204,6 +204,17 @@ def stop_connector(connector: str, herder: HerderDep) -> Response:
 def get_task_configs(connector: str, herder: HerderDep) -> list[TaskInfo]:
     """200 with ``[{"id": {"connector", "task"}, "config": {...}}]``."""
     return [TaskInfo.from_domain(task) for task in herder.task_configs(connector)]
+
+
+@router.post("/{connector}/tasks", status_code=204, response_class=Response,
+             summary="Internal: task configs from the worker running the connector",
+             include_in_schema=False)
+@blocking
+def put_task_configs(connector: str, herder: HerderDep,
+                     configs: Annotated[list[ConfigMap], Body()]) -> Response:
+    """Distributed mode: a follower hands its connector's task configs to the leader."""
+    herder.put_task_configs(connector, [dict(c) for c in configs])
+    return Response(status_code=204)
 
 
 @router.get("/{connector}/tasks/{task}/status", summary="Get a task's status")

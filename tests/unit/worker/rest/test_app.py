@@ -47,7 +47,6 @@ def test_wrong_method_is_405(client: TestClient) -> None:
 
 @pytest.mark.parametrize(("error", "status"), [
     (ConflictError("Cannot complete request because of a conflicting operation"), 409),
-    (NotLeaderError("Cannot complete request because of a conflicting operation", None), 409),
     (ForbiddenError("Topic tracking is disabled."), 403),
     (StorageError("database is locked"), 500),
     (ConnectError("Request timed out"), 500),
@@ -61,6 +60,23 @@ def test_domain_errors_map_to_their_status(client: TestClient, herder, monkeypat
     response = client.get("/connectors")
     assert response.status_code == status
     assert response.json() == {"error_code": status, "message": str(error)}
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("", "Cannot complete request momentarily due to no known leader URL, likely because a "
+         "rebalance was underway."),
+    ("?forward=false", "Cannot complete request because of a conflicting operation (e.g. "
+                       "worker rebalance)"),
+])
+def test_request_for_another_worker_that_cannot_be_forwarded_is_409(
+        client: TestClient, herder, monkeypatch, query: str, message: str) -> None:
+    def not_leader(*_args: object, **_kwargs: object) -> None:
+        raise NotLeaderError("not the leader", None if not query else "http://leader:8083")
+
+    monkeypatch.setattr(herder, "pause_connector", not_leader)
+    response = client.put(f"/connectors/x/pause{query}")
+    assert response.status_code == 409
+    assert response.json() == {"error_code": 409, "message": message}
 
 
 def test_unexpected_exception_is_500_and_logged(client: TestClient, herder, monkeypatch,

@@ -3,19 +3,33 @@
 Each backend is a ``BackendFactory``: given a directory, it builds a config, offset and
 status store over the state kept there (the memory backend ignores it). Calling a
 persistent factory twice on the same directory reopens the same state. A new backend
-(Kafka) joins the suite by adding one entry to ``BACKENDS``.
+joins the suite by adding one entry to ``BACKENDS``.
+
+A factory that needs fixtures (the Kafka backend needs the session's broker) names them
+in ``fixtures``; they are passed to ``build`` as keyword arguments, and its ``marks``
+(``integration``) go on every test it parametrizes.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from worker.config.worker_config import DistributedConfig
 from worker.storage.base import ConfigBackingStore, OffsetBackingStore, StatusBackingStore
 from worker.storage.cached import CachedConfigBackingStore, CachedStatusBackingStore
+from worker.storage.kafka import (
+    KafkaConfigBackingStore,
+    KafkaOffsetBackingStore,
+    KafkaStatusBackingStore,
+)
 from worker.storage.memory import (
     MemoryConfigBackingStore,
     MemoryOffsetBackingStore,
@@ -49,8 +63,17 @@ class Backend:
 @dataclass(frozen=True)
 class BackendFactory:
     name: str
-    build: Callable[[Path], Backend]
+    build: Callable[..., Backend]
     persistent: bool
+    fixtures: tuple[str, ...] = ()
+    marks: tuple[pytest.MarkDecorator, ...] = ()
+
+    def bind(self, request: pytest.FixtureRequest) -> BackendFactory:
+        """This factory with its fixtures bound: ``build(directory)`` then suffices."""
+        if not self.fixtures:
+            return self
+        values = {name: request.getfixturevalue(name) for name in self.fixtures}
+        return replace(self, build=partial(self.build, **values), fixtures=())
 
 
 def memory_backend(_directory: Path) -> Backend:
@@ -75,21 +98,48 @@ def cached_sql_backend(directory: Path) -> Backend:
                    CachedStatusBackingStore(inner.status))
 
 
+def kafka_backend(directory: Path, *, kafka_bootstrap: str) -> Backend:
+    """Three internal topics on the session's Kafka; their names are kept in ``directory``,
+    so building again on the same directory reopens the same topics."""
+    names_file = directory / "kafka-topics.json"
+    if names_file.exists():
+        names: dict[str, Any] = json.loads(names_file.read_text())
+    else:
+        run = uuid.uuid4().hex[:12]
+        names = {key: f"contract-{run}-{kind}" for key, kind in (
+            ("config.storage.topic", "configs"), ("offset.storage.topic", "offsets"),
+            ("status.storage.topic", "status"))}
+        names_file.write_text(json.dumps(names))
+    config = DistributedConfig({
+        "bootstrap.servers": kafka_bootstrap, "group.id": names["config.storage.topic"],
+        **names, "config.storage.replication.factor": "-1",
+        "offset.storage.replication.factor": "-1", "status.storage.replication.factor": "-1",
+    })
+    return Backend(KafkaConfigBackingStore(config), KafkaOffsetBackingStore(config),
+                   KafkaStatusBackingStore(config))
+
+
 BACKENDS = [
     BackendFactory("memory", memory_backend, persistent=False),
     BackendFactory("sql", sql_backend, persistent=True),
     BackendFactory("cached-sql", cached_sql_backend, persistent=True),
+    BackendFactory("kafka", kafka_backend, persistent=True, fixtures=("kafka_bootstrap",),
+                   marks=(pytest.mark.integration,)),
 ]
 
 
-@pytest.fixture(params=BACKENDS, ids=lambda f: f.name)
+def _params(factories: list[BackendFactory]) -> list[Any]:
+    return [pytest.param(f, id=f.name, marks=f.marks) for f in factories]
+
+
+@pytest.fixture(params=_params(BACKENDS))
 def backend_factory(request: pytest.FixtureRequest) -> BackendFactory:
-    return request.param
+    return request.param.bind(request)
 
 
-@pytest.fixture(params=[f for f in BACKENDS if f.persistent], ids=lambda f: f.name)
+@pytest.fixture(params=_params([f for f in BACKENDS if f.persistent]))
 def persistent_factory(request: pytest.FixtureRequest) -> BackendFactory:
-    return request.param
+    return request.param.bind(request)
 
 
 @pytest.fixture

@@ -1,0 +1,478 @@
+"""DistributedHerder: one worker of a cluster sharing ``group.id``.
+
+State lives in the three compacted topics (``worker.storage.kafka``); membership, failure
+detection and the leader come from Kafka's group coordinator (``GroupMembership``). The
+herder thread loops: drive the group (join, heartbeats run on their own thread), apply a
+new assignment, react to config-topic updates, run queued requests, reconcile.
+
+* Reads are answered by any worker from its own view of the topics.
+* Writes run on the leader (exactly one config-topic writer); a follower raises
+  ``NotLeaderError`` carrying the leader's URL and REST forwards the request (``?forward=``
+  as in Kafka). While a rebalance is under way a write waits up to ``REBALANCE_WAIT_S``,
+  then answers 409 with Kafka's message.
+* The leader assigns with ``IncrementalAssignor``: balanced, incremental, revoke before
+  reassign, departed workers' work held for ``scheduled.rebalance.max.delay.ms``.
+* A worker whose membership lapses (expelled, or no heartbeat answered for a session
+  timeout) stops all its connectors and tasks before others may be given them.
+* Task configs are computed by the worker running the connector and written by the
+  leader (forwarded over REST by a follower, ``POST /connectors/{c}/tasks``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from worker.config.worker_config import DistributedConfig
+from worker.errors import (
+    AlreadyExistsError,
+    ConnectError,
+    NotAssignedError,
+    NotFoundError,
+    NotLeaderError,
+    RebalanceNeededError,
+)
+from worker.herder.assignor import Assignment, IncrementalAssignor
+from worker.herder.health import starting
+from worker.herder.membership import GroupMembership
+from worker.herder.models import (
+    AbstractState,
+    ConnectorInfo,
+    ConnectorStateInfo,
+    Created,
+    HealthStatus,
+    ServerInfo,
+    TaskState,
+)
+from worker.herder.protocol import (
+    CONFIG_MISMATCH,
+    NO_ERROR,
+    ClusterMember,
+    MemberMetadata,
+    WorkerAssignment,
+)
+from worker.herder.reconcile import Reconciler, TaskConfigs
+from worker.herder.task_config_sender import TaskConfigSender
+from worker.herder.threaded import REQUEST_TIMEOUT_S, VERSION, ThreadedHerder
+from worker.plugins.registry import PluginRegistry
+from worker.runtime.loggers import Loggers
+from worker.runtime.worker import Worker
+from worker.storage.base import State, TargetState, TaskId
+from worker.storage.kafka import (
+    ConfigUpdate,
+    KafkaConfigBackingStore,
+    KafkaOffsetBackingStore,
+    KafkaStatusBackingStore,
+    StatusUpdate,
+)
+
+log = logging.getLogger(__name__)
+
+#: How long a write waits for a rebalance to finish before answering 409.
+REBALANCE_WAIT_S = 10.0
+#: Herder-thread poll interval: bounds how late a group event or config update is noticed.
+TICK_S = 0.05
+ERROR_BACKOFF_S = 1.0
+
+
+class DistributedHerder(ThreadedHerder):
+    def __init__(self, config: DistributedConfig, registry: PluginRegistry, worker: Worker,
+                 config_store: KafkaConfigBackingStore, offset_store: KafkaOffsetBackingStore,
+                 status_store: KafkaStatusBackingStore, *, url: str,
+                 kafka_cluster_id: str | None = None, loggers: Loggers | None = None) -> None:
+        super().__init__(config, registry, worker, config_store, offset_store, status_store,
+                         kafka_cluster_id, loggers)
+        self.dist_config = config
+        self.kafka_config_store = config_store
+        self.kafka_status_store = status_store
+        self.url = url
+        self.membership = GroupMembership(config, self._metadata, self._assign)
+        self._max_delay_ms = int(config.get("scheduled.rebalance.max.delay.ms"))
+        self._assignor = IncrementalAssignor(self._max_delay_ms)
+        self._assignment: WorkerAssignment | None = None
+        self._member_id = ""
+        self._leader_last_round = False
+        # The assignor's memory before the round this leader computed last; restored if
+        # that round never completed (a new rebalance interrupted its SyncGroup).
+        self._round_pending = False
+        self._before_round = self._assignor.checkpoint()
+        self._stable = threading.Event()
+        self._rejoin_at: float | None = None
+        self._updates: list[ConfigUpdate] = []
+        self._updates_lock = threading.Lock()
+        self._shape: dict[str, int] = {}
+        self._running = False
+        self._reconciler = Reconciler(worker, config_store, status_store,
+                                      submit=self._submit,
+                                      publish_task_configs=self._publish_task_configs,
+                                      owns_connector=self._owns_connector,
+                                      owns_task=self._owns_task)
+        self._sender = TaskConfigSender(lambda: self._leader_url())
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.kafka_config_store.set_listener(self._on_config_update)
+        self.kafka_status_store.set_listener(self._on_status_update)
+        for store in (self.config_store, self.offset_store, self.status_store):
+            store.start()
+        self._shape = _shape(self.config_store.snapshot())
+        self.membership.start()
+        self._running = True
+        self._thread.start()
+        log.info("Distributed herder started: group %s, advertised URL %s",
+                 self.dist_config.group_id, self.url)
+
+    def stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        self._requests.put(None)
+        self._thread.join(REQUEST_TIMEOUT_S)
+        self._sender.stop()
+        for store in (self.config_store, self.offset_store, self.status_store):
+            store.stop()
+
+    def _loop(self) -> None:
+        try:
+            while self._running:
+                try:
+                    if not self._tick():
+                        break
+                except Exception:
+                    log.exception("Herder tick failed; retrying")
+                    time.sleep(ERROR_BACKOFF_S)
+        finally:
+            self._stable.clear()
+            self._reconciler.stop_all()  # before leaving: no task runs outside the group
+            self.membership.stop()
+
+    def server_info(self) -> ServerInfo:
+        return ServerInfo(VERSION, "unknown", self.kafka_cluster_id)
+
+    def health(self) -> HealthStatus:
+        if self._assignment is None:
+            return starting()  # not yet a member of the group with an assignment
+        return super().health()
+
+    # --- the herder thread ---------------------------------------------------------------
+
+    def _tick(self) -> bool:
+        joined = self.membership.poll(TICK_S)
+        if joined is not None:
+            self._on_assignment(*joined)
+        if self._assignment is not None and self.membership.lost():
+            self._on_membership_lost()
+        if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
+            self._rejoin_at = None
+            self.membership.request_rejoin()
+        self._process_config_updates()
+        if self._assignment is not None and self.membership.stable:
+            self._stable.set()
+        else:
+            self._stable.clear()
+        return self._run_requests(TICK_S)
+
+    def _on_assignment(self, generation: int, member_id: str,
+                       assignment: WorkerAssignment | None) -> None:
+        self._member_id = member_id
+        if assignment is None or assignment.error != NO_ERROR:
+            if assignment is not None and assignment.error == CONFIG_MISMATCH:
+                log.warning("Leader could not read the config topic far enough; rejoining")
+            self.membership.request_rejoin()
+            return
+        self._leader_last_round = assignment.leader == member_id
+        self._round_pending = False
+        try:
+            self.kafka_config_store.refresh(self.dist_config.get("worker.sync.timeout.ms")
+                                            / 1000)
+        except ConnectError:
+            log.warning("Could not read the config topic to the end", exc_info=True)
+        if self.kafka_config_store.offset < assignment.config_offset:
+            log.warning("Config topic behind the leader's offset %d; rejoining",
+                        assignment.config_offset)
+            self.membership.request_rejoin()
+            return
+        self.worker.status.generation = generation
+        self._assignment = assignment
+        log.info("Joined generation %d as %s (leader %s): %d connector(s), %d task(s); "
+                 "revoked %d connector(s), %d task(s)", generation,
+                 "leader" if self._leader_last_round else "follower", assignment.leader_url,
+                 len(assignment.assigned.connectors), len(assignment.assigned.tasks),
+                 len(assignment.revoked.connectors), len(assignment.revoked.tasks))
+        self._reconciler.reconcile()  # stops revoked work, starts newly assigned work
+        self._rejoin_at = None
+        if assignment.revoked.connectors or assignment.revoked.tasks:
+            self.membership.request_rejoin()  # revoked work may now go elsewhere
+        elif assignment.delay_ms > 0 and self._leader_last_round:
+            # Only the leader rejoins when the delay ends (the others follow the
+            # coordinator): staggered rejoins would cost extra rounds.
+            self._rejoin_at = time.monotonic() + assignment.delay_ms / 1000
+
+    def _on_membership_lost(self) -> None:
+        log.warning("Lost group membership: stopping all connectors and tasks")
+        self._assignment = None
+        self._stable.clear()
+        self._reconciler.reconcile()  # owns nothing now: everything stops
+        self.membership.request_rejoin()
+
+    def _on_config_update(self, update: ConfigUpdate) -> None:
+        """Config-store listener (its log thread): queue for the herder thread."""
+        with self._updates_lock:
+            self._updates.append(update)
+
+    def _process_config_updates(self) -> None:
+        with self._updates_lock:
+            updates, self._updates = self._updates, []
+        if not updates:
+            return
+        shape = _shape(self.config_store.snapshot())
+        if shape != self._shape:
+            # Connectors or task counts changed: every worker asks for a rebalance, as in
+            # Kafka, so that nobody waits for the next heartbeat to notice.
+            self._shape = shape
+            self.membership.request_rejoin()
+        for update in updates:
+            if update.kind == "restart" and update.restart is not None:
+                self._apply_restart(update.restart.connector, update.restart.include_tasks,
+                                    update.restart.only_failed)
+        if self._assignment is not None:
+            self._reconciler.reconcile()
+
+    # --- group protocol callbacks (kafka-python's network thread) -------------------------
+
+    def _metadata(self) -> MemberMetadata:
+        assignment = self._assignment
+        owned = assignment.assigned if assignment is not None else Assignment()
+        return MemberMetadata(self.url, self.worker.worker_id,
+                              self.kafka_config_store.offset, owned, self.membership.rejoins)
+
+    def _assign(self, leader_id: str, members: dict[str, MemberMetadata]
+                ) -> dict[str, WorkerAssignment]:
+        if not self._leader_last_round:
+            # Work lost before we led is unknown to us: a new leader starts afresh.
+            self._assignor = IncrementalAssignor(self._max_delay_ms)
+        elif self._round_pending:
+            self._assignor.restore(self._before_round)
+        self._before_round = self._assignor.checkpoint()
+        self._round_pending = True
+        wanted = max((m.config_offset for m in members.values()), default=-1)
+        try:
+            self.kafka_config_store.refresh(self.dist_config.get("worker.sync.timeout.ms")
+                                            / 1000)
+        except ConnectError:
+            log.warning("Leader could not read the config topic", exc_info=True)
+        offset = self.kafka_config_store.offset
+        leader_url = members[leader_id].url if leader_id in members else self.url
+        if offset < wanted:
+            return {m: WorkerAssignment(CONFIG_MISMATCH, leader_id, leader_url, offset)
+                    for m in members}
+        rounds = self._assignor.assign({m: meta.owned for m, meta in members.items()},
+                                       _shape(self.config_store.snapshot()))
+        cluster = tuple(ClusterMember(members[m].url, members[m].worker_id, r.assigned)
+                        for m, r in sorted(rounds.items()))
+        return {m: WorkerAssignment(NO_ERROR, leader_id, leader_url, offset, r.assigned,
+                                    r.revoked, r.delay_ms, cluster)
+                for m, r in rounds.items()}
+
+    # --- ownership -------------------------------------------------------------------------
+
+    def _owns_connector(self, name: str) -> bool:
+        assignment = self._assignment
+        return assignment is not None and name in assignment.assigned.connectors
+
+    def _owns_task(self, task: TaskId) -> bool:
+        assignment = self._assignment
+        return assignment is not None and task in assignment.assigned.tasks
+
+    def _leader_url(self) -> str | None:
+        assignment = self._assignment
+        return assignment.leader_url if assignment is not None else None
+
+    def is_leader(self) -> bool:
+        assignment = self._assignment
+        return assignment is not None and assignment.leader == self._member_id
+
+    def _require_leader(self) -> None:
+        """Herder thread: raise unless this worker is the leader of a stable group."""
+        if self._assignment is None or not self.membership.stable:
+            raise RebalanceNeededError()
+        if not self.is_leader():
+            raise NotLeaderError("Cannot complete request because this worker is not the "
+                                 "leader", self._leader_url())
+
+    def _leader_call(self, fn: Callable[[], Any]) -> Any:
+        """Run a write on the herder thread once the group is stable, as the leader."""
+        if not self._stable.wait(REBALANCE_WAIT_S):
+            raise RebalanceNeededError()
+
+        def checked() -> Any:
+            self._require_leader()
+            return fn()
+        return self._call(checked)
+
+    def _check_offsets_write(self) -> None:
+        self._require_leader()
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], *,
+                             allow_replace: bool,
+                             initial_state: TargetState | None = None) -> Created:
+        config = {**config, "name": name}
+        if self.config_store.snapshot().contains(name) and not allow_replace:
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        self.validate_or_raise(config)
+
+        def write() -> Created:
+            created = not self.config_store.snapshot().contains(name)
+            if not created and not allow_replace:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            self.config_store.put_connector_config(
+                name, config, (initial_state or TargetState.STARTED) if created else None)
+            return Created(created, self.connector_info(name))
+        result: Created = self._leader_call(write)
+        return result
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
+                               ) -> ConnectorInfo:
+        current = self.connector_config(name)
+        merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
+        merged["name"] = name
+        self.validate_or_raise(merged)
+
+        def write() -> ConnectorInfo:
+            self._snapshot_with(name)
+            self.config_store.put_connector_config(name, merged)
+            return self.connector_info(name)
+        info: ConnectorInfo = self._leader_call(write)
+        return info
+
+    def delete_connector(self, name: str) -> None:
+        def write() -> None:
+            self._snapshot_with(name)
+            self.config_store.remove_connector_config(name)
+        self._leader_call(write)
+
+    def pause_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STARTED)
+
+    def stop_connector(self, name: str) -> None:
+        def write() -> None:
+            self._snapshot_with(name)
+            # KIP-875: publish an empty task set, then the target state (Kafka's order).
+            self.config_store.put_task_configs(name, [])
+            self.config_store.put_target_state(name, TargetState.STOPPED)
+        self._leader_call(write)
+
+    def _set_target(self, name: str, target: TargetState) -> None:
+        def write() -> None:
+            self._snapshot_with(name)
+            self.config_store.put_target_state(name, target)
+        self._leader_call(write)
+
+    def put_task_configs(self, name: str, configs: TaskConfigs) -> None:
+        """Task configs computed by the worker running the connector (leader writes)."""
+        def write() -> None:
+            snapshot = self._snapshot_with(name)
+            if snapshot.tasks(name) != configs:
+                self.config_store.put_task_configs(name, configs)
+        self._leader_call(write)
+
+    def _publish_task_configs(self, name: str, configs: TaskConfigs) -> None:
+        """Reconciler hook (herder thread): the leader writes, a follower forwards."""
+        if self.is_leader() and self.membership.stable:
+            self.config_store.put_task_configs(name, configs)
+        else:
+            self._sender.send(name, configs)
+
+    # --- restarts ----------------------------------------------------------------------------
+
+    def restart_connector(self, name: str, *, include_tasks: bool = False,
+                          only_failed: bool = False) -> ConnectorStateInfo | None:
+        if not include_tasks and not only_failed:
+            self._call(lambda: self._restart_here(name, None))
+            return None
+
+        def write() -> ConnectorStateInfo:
+            self._snapshot_with(name)
+            self.kafka_config_store.put_restart_request(name, include_tasks, only_failed)
+            return self._restart_plan(name, include_tasks, only_failed)
+        plan: ConnectorStateInfo = self._leader_call(write)
+        return plan
+
+    def restart_task(self, task: TaskId) -> None:
+        self._call(lambda: self._restart_here(task.connector, task))
+
+    def _restart_here(self, name: str, task: TaskId | None) -> None:
+        snapshot = self._snapshot_with(name)
+        if task is not None and not 0 <= task.task < len(snapshot.tasks(name)):
+            raise NotFoundError(f"Task {name}-{task.task} not found")
+        owned = self._owns_task(task) if task is not None else self._owns_connector(name)
+        if not owned:
+            assignment = self._assignment
+            owner = assignment.owner_url(task if task is not None else name) \
+                if assignment is not None else None
+            what = f"task {name}-{task.task}" if task is not None else f"connector {name}"
+            raise NotAssignedError(f"Cannot restart {what} since it is not assigned to this "
+                                   "member", owner)
+        if task is not None:
+            self._reconciler.restart_tasks.add(task)
+        else:
+            self._reconciler.restart_connectors.add(name)
+        self._reconciler.reconcile()
+
+    def _restart_plan(self, name: str, include_tasks: bool, only_failed: bool
+                      ) -> ConnectorStateInfo:
+        """The status as Kafka's leader answers it: what will restart shows RESTARTING."""
+        status = self.connector_status(name)
+
+        def planned(state: str, restart: bool) -> str:
+            return State.RESTARTING.value if restart else state
+        connector = AbstractState(
+            planned(status.connector.state, not only_failed
+                    or status.connector.state == State.FAILED.value),
+            status.connector.worker_id, status.connector.trace)
+        tasks = [TaskState(planned(t.state, include_tasks and (
+            not only_failed or t.state == State.FAILED.value)), t.worker_id, t.trace, t.id)
+            for t in status.tasks]
+        return ConnectorStateInfo(status.name, connector, tasks, status.type)
+
+    def _apply_restart(self, name: str, include_tasks: bool, only_failed: bool) -> None:
+        """A restart request read from the config topic: restart what runs here."""
+        if not self.config_store.snapshot().contains(name):
+            return
+        if self._owns_connector(name):
+            status = self.status_store.get_connector(name)
+            if not only_failed or (status is not None and status.state is State.FAILED):
+                self._reconciler.restart_connectors.add(name)
+                self.worker.status.connector(name, State.RESTARTING)
+        if include_tasks:
+            for task_id in self.worker.task_ids(name):
+                status_t = self.status_store.get_task(task_id)
+                if not only_failed or (status_t is not None
+                                       and status_t.state is State.FAILED):
+                    self._reconciler.restart_tasks.add(task_id)
+                    self.worker.status.task(task_id, State.RESTARTING)
+
+    # --- KIP-558 ---------------------------------------------------------------------------
+
+    def _on_status_update(self, update: StatusUpdate) -> None:
+        """Status-store listener (its log thread). A topic record that is gone (any worker
+        reset the connector's topics): running tasks here record their topics again."""
+        if update.kind != "topic":
+            return
+        topics = {t.topic for t in self.status_store.get_topics(update.connector)}
+        if update.topic not in topics:
+            self._submit(lambda: self.worker.forget_active_topics(update.connector))
+
+
+def _shape(snapshot: Any) -> dict[str, int]:
+    """Connector name -> task count: what the assignment depends on."""
+    return {name: len(snapshot.tasks(name)) for name in snapshot.connector_configs}

@@ -1,0 +1,86 @@
+"""Sends task configs computed on a follower to the leader, which writes them.
+
+Kafka Connect's followers do the same over REST (``POST /connectors/{c}/tasks``). Sending
+runs on its own thread so the herder thread never waits on another worker; a failed send
+is retried with back-off (the leader may be changing), and a newer set of configs for the
+same connector replaces one not yet sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from urllib.parse import quote
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+SEND_TIMEOUT_S = 30.0
+MAX_ATTEMPTS = 10
+BACKOFF_S = 0.5
+BACKOFF_MAX_S = 5.0
+
+
+class TaskConfigSender:
+    def __init__(self, leader_url: Callable[[], str | None]) -> None:
+        self._leader_url = leader_url
+        self._pending: dict[str, list[dict[str, str]]] = {}
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def send(self, connector: str, configs: list[dict[str, str]]) -> None:
+        with self._cond:
+            self._pending[connector] = configs
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="task-config-sender")
+                self._thread.start()
+            self._cond.notify()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(SEND_TIMEOUT_S)
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=SEND_TIMEOUT_S) as client:
+            while True:
+                with self._cond:
+                    while not self._pending and not self._stopped:
+                        self._cond.wait()
+                    if self._stopped:
+                        return
+                    connector, configs = self._pending.popitem()
+                self._deliver(client, connector, configs)
+
+    def _deliver(self, client: httpx.Client, connector: str,
+                 configs: list[dict[str, str]]) -> None:
+        delay = BACKOFF_S
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            with self._cond:
+                if self._stopped or connector in self._pending:
+                    return  # stopping, or superseded by newer configs
+            url = self._leader_url()
+            if url is not None:
+                target = f"{url.rstrip('/')}/connectors/{quote(connector, safe='')}/tasks"
+                try:
+                    response = client.post(target, params={"forward": "true"}, json=configs)
+                except httpx.HTTPError as exc:
+                    log.info("Sending task configs of %s to the leader failed (attempt %d): "
+                             "%s", connector, attempt, exc)
+                else:
+                    if response.status_code < 300 or response.status_code == 404:
+                        return  # written (or the connector was deleted meanwhile)
+                    log.info("Leader refused task configs of %s (attempt %d): %d %s",
+                             connector, attempt, response.status_code, response.text[:200])
+            with self._cond:
+                self._cond.wait(delay)
+            delay = min(delay * 2, BACKOFF_MAX_S)
+        log.error("Could not deliver task configs of connector %s to the leader after %d "
+                  "attempts; they will be sent again when the connector reconfigures",
+                  connector, MAX_ATTEMPTS)

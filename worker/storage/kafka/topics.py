@@ -1,0 +1,254 @@
+"""The internal topics: create them compacted if missing, refuse them if unusable.
+
+Mirrors Kafka Connect's ``TopicAdmin``: a missing topic is created with
+``cleanup.policy=compact`` and the configured partitions and replication factor (-1: the
+broker's default); an existing one must be compacted (only) and the config topic must have
+exactly one partition, else startup fails with Kafka's message naming the property. A
+broker that does not report ``cleanup.policy`` at all (Tansu reports only the configs a
+topic was created with) cannot be checked: that is logged, not assumed.
+
+:class:`TopicBackedStore` is the lifecycle the three Kafka stores share (Kafka's
+``KafkaTopicBasedBackingStore``): check/create the topic, then run one
+:class:`~worker.storage.kafka.log.KafkaBasedLog` over it, with clients configured by
+:func:`internal_client_config`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+
+from worker.config.worker_config import DistributedConfig, WorkerConfig
+from worker.errors import ConfigError, StorageError
+from worker.storage.kafka.log import KafkaBasedLog, LogRecord
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 30.0
+COMPACT = "compact"
+_METADATA_RETRY_S = 0.1
+# Errors after which Kafka assumes the topic exists (or is auto-created) and carries on.
+_CANNOT_CREATE = frozenset({
+    KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    KafkaError.UNSUPPORTED_VERSION})
+_ROLES = ("producer", "consumer", "admin")
+# Top-level worker keys that configure the connection to Kafka for every client.
+_SECURITY_PREFIXES = ("security.", "ssl.", "sasl.")
+# Java client keys librdkafka rejects; a worker.properties written for Kafka must start.
+_JAVA_ONLY = frozenset({
+    "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
+    "partitioner.class", "interceptor.classes", "buffer.memory", "max.block.ms",
+    "max.poll.records", "default.api.timeout.ms", "client.dns.lookup", "metric.reporters",
+    "sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.truststore.type", "ssl.keystore.type", "ssl.protocol", "ssl.enabled.protocols",
+})
+
+
+def internal_client_config(config: WorkerConfig, role: str, purpose: str) -> dict[str, Any]:
+    """Client settings of an internal-topic ``role`` (producer, consumer or admin).
+
+    ``bootstrap.servers``, the worker's top-level ``security.*``/``ssl.*``/``sasl.*`` keys,
+    then its ``{role}.`` keys; ``client.id`` is ``{client.id or 'connect'}-{purpose}-{role}``.
+    """
+    if role not in _ROLES:
+        raise ValueError(f"role must be one of {_ROLES}, not {role!r}")
+    conf: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers}
+    conf.update({k: v for k, v in config.originals.items() if k.startswith(_SECURITY_PREFIXES)})
+    conf.update(config.prefixed(f"{role}."))
+    for key in sorted(_JAVA_ONLY & conf.keys()):
+        log.warning("Ignoring %s for the %s %s: librdkafka has no such setting", key, purpose,
+                    role)
+        del conf[key]
+    conf["client.id"] = f"{config.get('client.id') or 'connect'}-{purpose}-{role}"
+    return conf
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """An internal topic: its name, the property naming it, and how to create it."""
+
+    name: str
+    property: str
+    purpose: str  # what it stores, in Kafka's error messages
+    client_purpose: str  # client.id suffix: configs, offsets, statuses
+    partitions: int
+    replication_factor: int
+    single_partition: bool = False
+
+
+def topic_spec(config: DistributedConfig, kind: str) -> TopicSpec:
+    """The spec of the ``config``, ``offset`` or ``status`` topic of a distributed worker."""
+    if kind == "config":
+        return TopicSpec(config.get("config.storage.topic"), "config.storage.topic",
+                         "connector configurations", "configs", 1,
+                         config.get("config.storage.replication.factor"), single_partition=True)
+    if kind == "offset":
+        return TopicSpec(config.get("offset.storage.topic"), "offset.storage.topic",
+                         "source connector offsets", "offsets",
+                         config.get("offset.storage.partitions"),
+                         config.get("offset.storage.replication.factor"))
+    if kind == "status":
+        return TopicSpec(config.get("status.storage.topic"), "status.storage.topic",
+                         "connector and task statuses", "statuses",
+                         config.get("status.storage.partitions"),
+                         config.get("status.storage.replication.factor"))
+    raise ValueError(f"unknown internal topic kind {kind!r}")
+
+
+def ensure_topic(admin_config: Mapping[str, Any], spec: TopicSpec,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+    """Create the topic if missing (True) or check the existing one (False).
+
+    Raises ConfigError (naming ``spec.property``) for an unusable topic, StorageError when
+    Kafka cannot be asked. Nothing is written to the topic either way.
+    """
+    admin = AdminClient(dict(admin_config))
+    deadline = time.monotonic() + timeout_s
+    created = _create(admin, spec, timeout_s)
+    partitions = _partition_count(admin, spec, deadline)
+    if spec.single_partition and partitions != 1:
+        raise ConfigError(spec.property, (
+            f"Topic '{spec.name}' supplied via the '{spec.property}' property is required to "
+            f"have a single partition in order to guarantee consistency of {spec.purpose}, "
+            f"but found {partitions} partitions."))
+    if not created:
+        _check_compacted(admin, spec, max(0.1, deadline - time.monotonic()))
+    return created
+
+
+def _create(admin: AdminClient, spec: TopicSpec, timeout_s: float) -> bool:
+    new = NewTopic(spec.name, num_partitions=spec.partitions,
+                   replication_factor=spec.replication_factor,
+                   config={"cleanup.policy": COMPACT})
+    try:
+        admin.create_topics([new], operation_timeout=timeout_s,
+                            request_timeout=timeout_s)[spec.name].result(timeout_s)
+    except KafkaException as exc:
+        code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+        if code == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        if code in _CANNOT_CREATE:
+            log.warning("Could not create topic '%s' (%s); assuming it exists or will be "
+                        "auto-created by the broker", spec.name, exc)
+            return False
+        raise StorageError(f"Error while attempting to create/find topic '{spec.name}' "
+                           f"(set by {spec.property}): {exc}") from exc
+    log.info("Created topic '%s' (%s) for %s", spec.name, spec.property, spec.purpose)
+    return True
+
+
+def _partition_count(admin: AdminClient, spec: TopicSpec, deadline: float) -> int:
+    # A topic just created may take a moment to appear in every broker's metadata.
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            topic = admin.list_topics(topic=spec.name,
+                                      timeout=max(0.1, remaining)).topics.get(spec.name)
+        except KafkaException as exc:
+            raise StorageError(f"Could not describe topic '{spec.name}': {exc}") from exc
+        if topic is not None and topic.error is None and topic.partitions:
+            return len(topic.partitions)
+        if remaining <= 0:
+            raise StorageError(f"Topic '{spec.name}' (set by {spec.property}) did not become "
+                               f"available: {getattr(topic, 'error', None)}")
+        time.sleep(_METADATA_RETRY_S)
+
+
+def _check_compacted(admin: AdminClient, spec: TopicSpec, timeout_s: float) -> None:
+    resource = ConfigResource(ResourceType.TOPIC, spec.name)
+    try:
+        configs = admin.describe_configs([resource], request_timeout=timeout_s)[resource]
+        entry = configs.result(timeout_s).get("cleanup.policy")
+    except KafkaException as exc:
+        log.warning("Could not describe the configs of topic '%s': %s", spec.name, exc)
+        entry = None
+    if entry is None or entry.value is None:
+        log.warning("Unable to verify that the cleanup policy of topic '%s' is '%s': the "
+                    "broker did not report it (it may not support describing topic configs, "
+                    "or the principal lacks permission to).", spec.name, COMPACT)
+        return
+    policies = {p.strip().lower() for p in str(entry.value).split(",") if p.strip()}
+    if policies != {COMPACT}:
+        found = ",".join(sorted(policies))
+        raise ConfigError(spec.property, (
+            f"Topic '{spec.name}' supplied via the '{spec.property}' property is required to "
+            f"have 'cleanup.policy={COMPACT}' to guarantee consistency and durability of "
+            f"{spec.purpose}, but found the topic currently has 'cleanup.policy={found}'. "
+            f"Continuing would likely result in eventually losing {spec.purpose} and problems "
+            f"restarting this Connect cluster in the future. Change the '{spec.property}' "
+            f"property in the Connect worker configurations to use a topic with "
+            f"'cleanup.policy={COMPACT}'."))
+
+
+class TopicBackedStore:
+    """What every Kafka store shares: its topic, its log, its listener.
+
+    ``start()`` checks or creates the topic, then reads the log to its end; only then is
+    the listener (``set_listener``) told about records, as in Kafka.
+    """
+
+    def __init__(self, config: DistributedConfig, kind: str,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self._config = config
+        self._spec = topic_spec(config, kind)
+        self._timeout_s = timeout_s
+        self._log: KafkaBasedLog | None = None
+        self._listener: Callable[[Any], None] | None = None
+        self._listening = False
+
+    @property
+    def topic(self) -> str:
+        return self._spec.name
+
+    def start(self) -> None:
+        if self._log is not None:
+            return
+        spec, purpose = self._spec, self._spec.client_purpose
+        admin = internal_client_config(self._config, "admin", purpose)
+        ensure_topic(admin, spec, self._timeout_s)
+        kafka_log = KafkaBasedLog(
+            spec.name, admin_config=admin, on_record=self._on_record,
+            producer_config=internal_client_config(self._config, "producer", purpose),
+            consumer_config=internal_client_config(self._config, "consumer", purpose))
+        kafka_log.start(self._timeout_s)
+        self._log = kafka_log
+        self._listening = True
+
+    def stop(self) -> None:
+        kafka_log, self._log = self._log, None
+        self._listening = False
+        if kafka_log is not None:
+            kafka_log.stop()
+
+    def refresh(self, timeout_s: float | None = None) -> None:
+        """Read the topic to its end (bounded): what other workers wrote becomes visible."""
+        self.kafka_log.read_to_end(self._timeout_s if timeout_s is None else timeout_s)
+
+    def set_listener(self, callback: Callable[[Any], None] | None) -> None:
+        """Called on the log thread after each change read from the topic (once started)."""
+        self._listener = callback
+
+    @property
+    def kafka_log(self) -> KafkaBasedLog:
+        kafka_log = self._log
+        if kafka_log is None:
+            raise StorageError(f"The store of topic '{self._spec.name}' is not started")
+        return kafka_log
+
+    def _emit(self, update: Any) -> None:
+        listener = self._listener
+        if listener is None or not self._listening:
+            return
+        try:
+            listener(update)
+        except Exception:
+            log.exception("The listener of topic '%s' failed on %r", self._spec.name, update)
+
+    def _on_record(self, record: LogRecord) -> None:
+        raise NotImplementedError
