@@ -64,6 +64,19 @@ def test_cluster_agrees_forwards_and_spreads_tasks(
     assert follower.client.put(f"/connectors/{name}/resume").status_code == 202
     wait_agreed_status(cluster.workers, name, "RUNNING", task_count=TASKS)
 
+    # Restarts: a task restart reaching a worker that does not run the task goes to its
+    # owner; a restart with includeTasks goes through the leader and the config topic.
+    status = wait_agreed_status(cluster.workers, name, "RUNNING", task_count=TASKS)
+    task0_owner = status["tasks"][0]["worker_id"]
+    elsewhere = next(w for w in cluster.workers if w.url.removeprefix("http://") != task0_owner)
+    assert elsewhere.client.post(f"/connectors/{name}/tasks/0/restart").status_code == 204
+    planned = other.client.post(f"/connectors/{name}/restart",
+                                params={"includeTasks": "true"})
+    assert planned.status_code == 202, planned.text
+    assert planned.json()["connector"]["state"] == "RESTARTING"
+    assert {t["state"] for t in planned.json()["tasks"]} == {"RESTARTING"}
+    wait_agreed_status(cluster.workers, name, "RUNNING", task_count=TASKS)
+
     # KIP-558: the topic is recorded in the status topic; every worker agrees.
     wait_until(lambda: all(w.client.get(f"/connectors/{name}/topics").json()
                            == {name: {"topics": [topic]}} for w in cluster.workers),

@@ -41,9 +41,11 @@ from worker.herder.membership import GroupMembership
 from worker.herder.models import (
     AbstractState,
     ConnectorInfo,
+    ConnectorOffset,
     ConnectorStateInfo,
     Created,
     HealthStatus,
+    Message,
     ServerInfo,
     TaskState,
 )
@@ -304,10 +306,14 @@ class DistributedHerder(ThreadedHerder):
             raise NotLeaderError("Cannot complete request because this worker is not the "
                                  "leader", self._leader_url())
 
-    def _leader_call(self, fn: Callable[[], Any]) -> Any:
-        """Run a write on the herder thread once the group is stable, as the leader."""
+    def _await_stable(self) -> None:
+        """Caller's thread: wait (bounded) for a rebalance under way to finish."""
         if not self._stable.wait(REBALANCE_WAIT_S):
             raise RebalanceNeededError()
+
+    def _leader_call(self, fn: Callable[[], Any]) -> Any:
+        """Run a write on the herder thread once the group is stable, as the leader."""
+        self._await_stable()
 
         def checked() -> Any:
             self._require_leader()
@@ -315,7 +321,16 @@ class DistributedHerder(ThreadedHerder):
         return self._call(checked)
 
     def _check_offsets_write(self) -> None:
+        """KIP-875 in a cluster: offsets change on the leader of a stable group only."""
         self._require_leader()
+
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> Message:
+        self._await_stable()
+        return super().alter_connector_offsets(name, offsets)
+
+    def reset_connector_offsets(self, name: str) -> Message:
+        self._await_stable()
+        return super().reset_connector_offsets(name)
 
     # --- writes ------------------------------------------------------------------------------
 

@@ -134,6 +134,7 @@ class ThreadedHerder(AbstractHerder):
         Raises NotFoundError, BadRequestError (not STOPPED, or task configs remain, as in
         Kafka), ConflictError (reconfigured since ``expected`` was read).
         """
+        self._check_offsets_write()
         snapshot = self._snapshot_with(name)
         if snapshot.target_state(name) is not TargetState.STOPPED or snapshot.tasks(name):
             raise offsets_api.not_stopped(name)

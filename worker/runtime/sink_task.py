@@ -102,6 +102,8 @@ class WorkerSinkTask(WorkerTask):
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         assigned = [TopicPartition(p.topic, p.partition) for p in partitions]
+        log.info("Task %s: assigned partitions %s", self.id,
+                 ", ".join(f"{p.topic}-{p.partition}" for p in partitions))
         self.assignment.update(assigned)
         self.sink_task.open(assigned)
         if self._paused:
@@ -110,7 +112,10 @@ class WorkerSinkTask(WorkerTask):
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         revoked = [TopicPartition(p.topic, p.partition) for p in partitions]
         if not self.failed:  # a failed task's put() may not have been flushed
-            self._commit(only=set(revoked))
+            committed = self._commit(only=set(revoked))
+            log.info("Task %s: partitions revoked; committed %s", self.id,
+                     ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(committed.items()))
+                     or "nothing new")
         self._close_partitions(revoked)
 
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
@@ -252,23 +257,32 @@ class WorkerSinkTask(WorkerTask):
                 if self.stopping.is_set():
                     return False
 
-    def _commit(self, only: set[TopicPartition] | None = None) -> None:
+    def _commit(self, only: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
+        """Flush (``pre_commit``) and commit; returns the offsets committed."""
         consumer = self._consumer
         if consumer is None or not self._current:
-            return
+            return {}
         current = {tp: o for tp, o in self._current.items() if only is None or tp in only}
         if not current:
-            return
+            return {}
         committable = self.sink_task.pre_commit(dict(current))
-        offsets = [KafkaTopicPartition(tp.topic, tp.partition, off)
-                   for tp, off in committable.items() if tp in self.assignment]
-        if not offsets:
-            return
+        chosen = {tp: off for tp, off in committable.items() if tp in self.assignment}
+        if not chosen:
+            return {}
         try:
-            consumer.commit(offsets=offsets, asynchronous=False)
+            consumer.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, off)
+                                     for tp, off in chosen.items()], asynchronous=False)
         except KafkaException as exc:
             # The next commit retries; records since the last commit may be redelivered.
             log.warning("Task %s: offset commit failed: %s", self.id, exc)
+            return {}
+        return chosen
+
+    def _interrupt(self) -> None:
+        """Stopping needs no call into the plugin: the loop sees ``stopping`` within one
+        poll (``POLL_TIMEOUT_S``). Calling the sink's stop() from another thread, as for
+        sources, could close its resources under a running put(): records the task then
+        drops would still be committed."""
 
     def close(self) -> None:
         consumer = self._consumer
@@ -279,8 +293,9 @@ class WorkerSinkTask(WorkerTask):
                 consumer.close()
             if self.assignment:
                 self._close_partitions(sorted(self.assignment))
-            if self.failed and not self.stopping.is_set():
-                self.sink_task.stop()
+            # Last, on this thread, after the final commit: as in Kafka, a sink task's
+            # stop() never runs concurrently with put() or flush() (see _interrupt).
+            self.sink_task.stop()
         finally:
             self._key_converter.close()
             self._value_converter.close()
