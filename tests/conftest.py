@@ -239,10 +239,14 @@ def standalone_worker(
 
 # ----------------------------------------------------------------- distributed workers
 
+#: Session timeout of test clusters' worker group: failures detected within seconds (on
+#: Tansu each JoinGroup round also waits about half of it).
+WORKER_SESSION_TIMEOUT_MS = 4000
+
 #: Group timings of test clusters: failures detected within seconds, not minutes.
 DISTRIBUTED_TEST_PROPS: dict[str, object] = {
-    "session.timeout.ms": TEST_SESSION_TIMEOUT_MS,
-    "heartbeat.interval.ms": 1000,
+    "session.timeout.ms": WORKER_SESSION_TIMEOUT_MS,
+    "heartbeat.interval.ms": 500,
     "rebalance.timeout.ms": 20000,
     "scheduled.rebalance.max.delay.ms": 0,
     "config.storage.replication.factor": 1,

@@ -75,6 +75,13 @@ _JOINED = re.compile(r"^\[([^\]]+)\] INFO Joined generation (\d+) as (leader|fol
                      r"\(leader ([^)]+)\)", re.M)
 _REBALANCE = re.compile(r"^\[([^\]]+)\] INFO Rebalance started", re.M)
 _HERDER_STARTED = re.compile(r"^\[([^\]]+)\] INFO Distributed herder started", re.M)
+#: kafka-python's line when a SyncGroup is answered REBALANCE_IN_PROGRESS (a lost round).
+_SYNC_FAILED = re.compile(r"SyncGroup for group \S+ failed due to coordinator rebalance")
+#: The join lines in order: a "(Re-)joining" right after "Successfully joined" (JoinGroup
+#: answered), with no join completed, no error and no new rebalance in between, is a
+#: JoinGroup/SyncGroup round whose outcome the member dropped.
+_JOIN_EVENTS = re.compile(r"(Rebalance started|\(Re-\)joining group|Successfully joined group"
+                          r"|failed due to|Joined generation|Received member id)")
 
 
 def log_time(stamp: str) -> float:
@@ -135,6 +142,32 @@ class Worker:
         match = pattern.search(self.text())
         return log_time(match.group(1)) if match else None
 
+    def sync_failures(self) -> int:
+        return len(_SYNC_FAILED.findall(self.text()))
+
+    def dropped_joins(self) -> int:
+        dropped, previous = 0, ""
+        for event in _JOIN_EVENTS.findall(self.text()):
+            dropped += previous == "Successfully joined group" and event.startswith("(Re-)")
+            previous = event
+        return dropped
+
+    def round_durations(self) -> list[float]:
+        """Seconds from each "Rebalance started" to the next completed join."""
+        text = self.text()
+        events = sorted([(m.start(), "start", log_time(m.group(1)))
+                         for m in _REBALANCE.finditer(text)]
+                        + [(m.start(), "joined", log_time(m.group(1)))
+                           for m in _JOINED.finditer(text)])
+        durations, started = [], None
+        for _, kind, stamp in events:
+            if kind == "start":
+                started = started if started is not None else stamp
+            elif started is not None:
+                durations.append(stamp - started)
+                started = None
+        return durations
+
     def quiet(self) -> bool:
         """Joined a generation and not rebalancing since (as far as its log says)."""
         text = self.text()
@@ -163,6 +196,14 @@ def wait_for(check: Callable[[], Any], what: str, interval: float = SETTLE_POLL_
 
 def generation(workers: Iterable[Worker]) -> int:
     return max((j[1] for w in workers for j in w.joins()), default=-1)
+
+
+def sync_failures(workers: Iterable[Worker]) -> int:
+    return sum(w.sync_failures() for w in workers)
+
+
+def dropped_joins(workers: Iterable[Worker]) -> int:
+    return sum(w.dropped_joins() for w in workers)
 
 
 def leader_url(workers: list[Worker]) -> str:
@@ -241,7 +282,8 @@ def wait_steady(client: httpx.Client, name: str) -> None:
 
 def runbook(workers: list[Worker], follower: Worker, name: str) -> dict[str, Any]:
     client = follower.client
-    generation_before = generation(workers)
+    generation_before, failures_before = generation(workers), sync_failures(workers)
+    dropped_before = dropped_joins(workers)
     marks = [time.perf_counter()]
     retries = write(client, "PUT", f"/connectors/{name}/stop", 204)
     wait_state(client, name, "STOPPED", 0)
@@ -255,7 +297,8 @@ def runbook(workers: list[Worker], follower: Worker, name: str) -> dict[str, Any
              in zip(("stop", "reset", "resume"), marks, marks[1:], strict=False)}
     return {"total_s": marks[-1] - marks[0], "steps_s": steps,
             "reset_409_retries": reset_retries, "other_409_retries": retries,
-            "generation_before": generation_before, "generation_after": generation(workers)}
+            "generation_before": generation_before, "generation_after": generation(workers),
+            "sync_failures_before": failures_before, "dropped_joins_before": dropped_before}
 
 
 # ------------------------------------------------------------------ raw consumer group
@@ -426,16 +469,23 @@ def main() -> None:
             print(f"runbook {len(rounds)}: {rounds[-1]['total_s']:.3f} s, "
                   f"409 retries {rounds[-1]['reset_409_retries']}", flush=True)
         quiesce(cluster, CONNECTOR)
-        for entry in rounds:  # rebalances that completed after RUNNING was seen count too
-            entry["generations"] = generation(cluster) - entry["generation_before"]
-        for before, after in zip(rounds, rounds[1:], strict=False):
-            before["generations"] = after["generation_before"] - before["generation_before"]
+        # Per round, up to the next round's start: rebalances (and SyncGroup failures) that
+        # completed after RUNNING was seen belong to the round that caused them.
+        ends = [(r["generation_before"], r["sync_failures_before"], r["dropped_joins_before"])
+                for r in rounds[1:]]
+        ends.append((generation(cluster), sync_failures(cluster), dropped_joins(cluster)))
+        for entry, (generation_end, failures_end, dropped_end) in zip(rounds, ends,
+                                                                       strict=True):
+            entry["generations"] = generation_end - entry["generation_before"]
+            entry["sync_failures"] = failures_end - entry["sync_failures_before"]
+            entry["dropped_joins"] = dropped_end - entry["dropped_joins_before"]
 
         joins: list[dict[str, Any]] = []
         leaves: list[dict[str, Any]] = []
         for _ in range(args.settle_rounds):
             quiesce(cluster, CONNECTOR)
-            before = generation(cluster)
+            before, failures_before = generation(cluster), sync_failures(workers)
+            dropped_before = dropped_joins(workers)
             started = time.perf_counter()
             newcomer = add_worker()
             members = [*cluster, newcomer]
@@ -451,7 +501,10 @@ def main() -> None:
                           "generations_at_settle": generation(members) - before})
             quiesce(members, CONNECTOR)
             joins[-1]["generations"] = generation(members) - before
-            before = generation(members)
+            joins[-1]["sync_failures"] = sync_failures(workers) - failures_before
+            joins[-1]["dropped_joins"] = dropped_joins(workers) - dropped_before
+            before, failures_before = generation(members), sync_failures(workers)
+            dropped_before = dropped_joins(workers)
             assert newcomer.proc is not None
             started = time.perf_counter()
             newcomer.proc.terminate()
@@ -460,9 +513,13 @@ def main() -> None:
             newcomer.proc.wait(30)
             quiesce(cluster, CONNECTOR)
             leaves[-1]["generations"] = generation(cluster) - before
+            leaves[-1]["sync_failures"] = sync_failures(workers) - failures_before
+            leaves[-1]["dropped_joins"] = dropped_joins(workers) - dropped_before
             print(f"join {joins[-1]['total_s']:.3f} s "
                   f"({joins[-1]['generations']} generations), leave "
                   f"{leaves[-1]['total_s']:.3f} s ({leaves[-1]['generations']})", flush=True)
+        leader = leader_url(cluster)
+        rounds_on_leader = next(w for w in cluster if w.url == leader).round_durations()
 
     def median_of(entries: list[dict[str, Any]], key: str) -> float:
         return statistics.median(e[key] for e in entries if e[key] is not None)
@@ -472,6 +529,8 @@ def main() -> None:
                   if e["from_first_rebalance_s"] is not None]
     summary = {
         "broker": broker,
+        "leader_join_round_median_s": statistics.median(rounds_on_leader),
+        "leader_join_rounds": len(rounds_on_leader),
         "session_timeout_ms": SESSION_TIMEOUT_MS,
         "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
         "worker_properties": {k: v for k, v in props.items()
@@ -484,6 +543,8 @@ def main() -> None:
             "reset_409_retries": sum(r["reset_409_retries"] for r in rounds),
             "other_409_retries": sum(r["other_409_retries"] for r in rounds),
             "generations_per_round": [r["generations"] for r in rounds],
+            "sync_failures_per_round": [r["sync_failures"] for r in rounds],
+            "dropped_joins_per_round": [r["dropped_joins"] for r in rounds],
             "target_median_s": 3.0,
             "all_rounds": rounds,
         },
@@ -492,10 +553,14 @@ def main() -> None:
                         "from_first_rebalance": figures(join_group) if join_group else None,
                         "startup_median_s": median_of(joins, "startup_s"),
                         "generations_per_round": [j["generations"] for j in joins],
+                        "sync_failures_per_round": [j["sync_failures"] for j in joins],
+                        "dropped_joins_per_round": [j["dropped_joins"] for j in joins],
                         "all_rounds": joins},
         "leave_settle": {"rounds": args.settle_rounds,
                          **figures([e["total_s"] for e in leaves]),
-                         "generations_per_round": [e["generations"] for e in leaves]},
+                         "generations_per_round": [e["generations"] for e in leaves],
+                         "sync_failures_per_round": [e["sync_failures"] for e in leaves],
+                         "dropped_joins_per_round": [e["dropped_joins"] for e in leaves]},
         "raw_group": {"members": 3, "partitions": RAW_PARTITIONS,
                       "assignor": "librdkafka default (range,roundrobin; eager)",
                       "join": figures(raw["join_s"]), "leave": figures(raw["leave_s"])},
@@ -535,9 +600,16 @@ def main() -> None:
     print(f"runbook step medians: {steps}; DELETE /offsets 409 retries: "
           f"{book['reset_409_retries']}; generations per round: "
           f"{book['generations_per_round']}")
-    print(f"join generations: {summary['join_settle']['generations_per_round']}, leave: "
-          f"{summary['leave_settle']['generations_per_round']}; newcomer start-up median "
-          f"{summary['join_settle']['startup_median_s']:.3f} s")
+    print(f"runbook per round: SyncGroup failures {book['sync_failures_per_round']}, "
+          f"dropped joins {book['dropped_joins_per_round']}")
+    for what in ("join", "leave"):
+        figures_ = summary[f"{what}_settle"]
+        print(f"{what} per round: generations {figures_['generations_per_round']}, SyncGroup "
+              f"failures {figures_['sync_failures_per_round']}, dropped joins "
+              f"{figures_['dropped_joins_per_round']}")
+    print(f"newcomer start-up median {summary['join_settle']['startup_median_s']:.3f} s")
+    print(f"leader: median {summary['leader_join_round_median_s']:.3f} s from 'Rebalance "
+          f"started' to 'Joined generation' over {len(rounds_on_leader)} rounds")
     print(f"target: runbook median < 3 s; saved {RESULTS}")
 
 

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import TEST_SESSION_TIMEOUT_MS, DistributedClusterFactory
+from tests.conftest import WORKER_SESSION_TIMEOUT_MS, DistributedClusterFactory, KafkaCluster
 from tests.integration._cluster_helpers import (
     generator_config,
     leader_of,
@@ -156,7 +156,8 @@ def test_killed_worker_tasks_move_after_scheduled_delay(
 
 
 def test_killed_leader_is_replaced_within_session_timeout(
-        distributed_cluster: DistributedClusterFactory, unique_topic) -> None:  # type: ignore[no-untyped-def]
+        distributed_cluster: DistributedClusterFactory, unique_topic,  # type: ignore[no-untyped-def]
+        kafka_cluster: KafkaCluster) -> None:
     cluster = distributed_cluster(3)
     leader = leader_of(cluster.workers)
     survivor = _followers(cluster.workers, leader)[0]
@@ -169,7 +170,13 @@ def test_killed_leader_is_replaced_within_session_timeout(
             "name": name, "config": generator_config(unique_topic(), 1)})
         return response.status_code == 201 or (response.status_code == 409
                                                and "already exists" in response.text)
-    limit = TEST_SESSION_TIMEOUT_MS / 1000 + 5
+    session_s = WORKER_SESSION_TIMEOUT_MS / 1000
+    limit = session_s + 5
+    if kafka_cluster.kind == "embedded":
+        # Tansu holds each JoinGroup about session/2 from its own arrival, so a leader
+        # whose SyncGroup beats a slower member's JoinGroup is failed and must run one more
+        # round (docs/limitations.md); Apache Kafka needs no allowance.
+        limit += session_s / 2
     wait_until(created, timeout=limit + 30, interval=0.2, message="a write accepted")
     took = time.monotonic() - killed_at
     assert took <= limit, f"new leader accepted writes after {took:.1f}s (limit {limit}s)"

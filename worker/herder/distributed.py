@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from worker.config.worker_config import DistributedConfig
 from worker.errors import (
@@ -72,6 +72,8 @@ from worker.storage.kafka import (
 )
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: How long a write waits for a rebalance to finish before answering 409.
 REBALANCE_WAIT_S = 10.0
@@ -262,11 +264,14 @@ class DistributedHerder(ThreadedHerder):
         self._before_round = self._assignor.checkpoint()
         self._round_pending = True
         wanted = max((m.config_offset for m in members.values()), default=-1)
-        try:
-            self.kafka_config_store.refresh(self.dist_config.get("worker.sync.timeout.ms")
-                                            / 1000)
-        except ConnectError:
-            log.warning("Leader could not read the config topic", exc_info=True)
+        if self.kafka_config_store.offset < wanted:
+            # Only when behind (as Kafka's leader): the followers' SyncGroup waits for
+            # ours, and a broker such as Tansu fails theirs if ours comes late.
+            try:
+                self.kafka_config_store.refresh(
+                    self.dist_config.get("worker.sync.timeout.ms") / 1000)
+            except ConnectError:
+                log.warning("Leader could not read the config topic", exc_info=True)
         offset = self.kafka_config_store.offset
         leader_url = members[leader_id].url if leader_id in members else self.url
         if offset < wanted:
@@ -306,31 +311,41 @@ class DistributedHerder(ThreadedHerder):
             raise NotLeaderError("Cannot complete request because this worker is not the "
                                  "leader", self._leader_url())
 
-    def _await_stable(self) -> None:
-        """Caller's thread: wait (bounded) for a rebalance under way to finish."""
-        if not self._stable.wait(REBALANCE_WAIT_S):
-            raise RebalanceNeededError()
+    def _when_stable(self, fn: Callable[[], T]) -> T:
+        """Caller's thread: run ``fn`` once no rebalance is under way; if one starts before
+        ``fn`` got to run (RebalanceNeededError), wait and retry, all within
+        ``REBALANCE_WAIT_S``; then give up with Kafka's 409."""
+        deadline = time.monotonic() + REBALANCE_WAIT_S
+        while True:
+            if not self._stable.wait(max(0.0, deadline - time.monotonic())):
+                raise RebalanceNeededError()
+            try:
+                return fn()
+            except RebalanceNeededError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(TICK_S)  # the herder thread clears _stable on its next tick
 
-    def _leader_call(self, fn: Callable[[], Any]) -> Any:
-        """Run a write on the herder thread once the group is stable, as the leader."""
-        self._await_stable()
-
-        def checked() -> Any:
+    def _leader_call(self, fn: Callable[[], T]) -> T:
+        """Run a write on the herder thread, as the leader of a stable group."""
+        def checked() -> T:
             self._require_leader()
             return fn()
-        return self._call(checked)
+        return self._when_stable(lambda: self._call(checked))
 
     def _check_offsets_write(self) -> None:
         """KIP-875 in a cluster: offsets change on the leader of a stable group only."""
         self._require_leader()
 
+    # A rebalance starting mid-request retries it: the connector's alter_offsets hook may
+    # then be asked twice (it must not have side effects, as in Kafka's contract).
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> Message:
-        self._await_stable()
-        return super().alter_connector_offsets(name, offsets)
+        return self._when_stable(lambda: super(DistributedHerder, self)
+                                 .alter_connector_offsets(name, offsets))
 
     def reset_connector_offsets(self, name: str) -> Message:
-        self._await_stable()
-        return super().reset_connector_offsets(name)
+        return self._when_stable(lambda: super(DistributedHerder, self)
+                                 .reset_connector_offsets(name))
 
     # --- writes ------------------------------------------------------------------------------
 
