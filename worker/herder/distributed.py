@@ -209,12 +209,22 @@ class DistributedHerder(ThreadedHerder):
                  len(assignment.revoked.connectors), len(assignment.revoked.tasks))
         self._reconciler.reconcile()  # stops revoked work, starts newly assigned work
         self._rejoin_at = None
-        if assignment.revoked.connectors or assignment.revoked.tasks:
+        if self._revoked_work_remains(assignment):
             self.membership.request_rejoin()  # revoked work may now go elsewhere
         elif assignment.delay_ms > 0 and self._leader_last_round:
             # Only the leader rejoins when the delay ends (the others follow the
             # coordinator): staggered rejoins would cost extra rounds.
             self._rejoin_at = time.monotonic() + assignment.delay_ms / 1000
+
+    def _revoked_work_remains(self, assignment: WorkerAssignment) -> bool:
+        """Whether revoked work still exists (it must be reassigned: rejoin now). Work
+        revoked because it was deleted (a stopped or removed connector's tasks) needs no
+        further round."""
+        snapshot = self.config_store.snapshot()
+        shape = _shape(snapshot)
+        return any(c in shape for c in assignment.revoked.connectors) or any(
+            t.connector in shape and t.task < shape[t.connector]
+            for t in assignment.revoked.tasks)
 
     def _on_membership_lost(self) -> None:
         log.warning("Lost group membership: stopping all connectors and tasks")

@@ -147,6 +147,8 @@ class GroupMembership:
     def poll(self, timeout_s: float) -> tuple[int, str, WorkerAssignment | None] | None:
         """Drive joining; return (generation, member id, assignment) once a join completed.
 
+        Returns at once while the membership is stable; blocks through a rebalance.
+
         The assignment is None if the leader's answer did not parse (the caller rejoins).
         Raises ConnectError for a non-retriable group error (e.g. a Java worker in the
         group); the caller backs off and retries.
@@ -154,8 +156,12 @@ class GroupMembership:
         coordinator = self._require()
         coordinator.heartbeat.poll()  # we are alive: keeps max.poll.interval satisfied
         if coordinator.need_rejoin() or not coordinator.stable():
+            # Once a join starts, wait for its outcome (bounded by the rebalance timeout),
+            # as Kafka's herder does: kafka-python 3.0.12 discards a join that completes
+            # between two calls and sends a new JoinGroup, costing a whole round.
+            wait_ms = max(int(timeout_s * 1000), self.config.get("rebalance.timeout.ms"))
             try:
-                coordinator.ensure_active_group(timeout_ms=int(timeout_s * 1000))
+                coordinator.ensure_active_group(timeout_ms=wait_ms)
             except kafka_errors.KafkaError as exc:
                 raise ConnectError(f"Group {self.config.group_id}: {exc}") from exc
         with self._lock:
