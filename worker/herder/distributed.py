@@ -80,6 +80,8 @@ REBALANCE_WAIT_S = 10.0
 #: Herder-thread poll interval: bounds how late a group event or config update is noticed.
 TICK_S = 0.05
 ERROR_BACKOFF_S = 1.0
+#: How long work that was deleted stays in the assignment before a rebalance drops it.
+STALE_REBALANCE_DELAY_S = 5.0
 
 
 class DistributedHerder(ThreadedHerder):
@@ -105,6 +107,7 @@ class DistributedHerder(ThreadedHerder):
         self._before_round = self._assignor.checkpoint()
         self._stable = threading.Event()
         self._rejoin_at: float | None = None
+        self._cleanup_at: float | None = None
         self._updates: list[ConfigUpdate] = []
         self._updates_lock = threading.Lock()
         self._shape: dict[str, int] = {}
@@ -174,6 +177,10 @@ class DistributedHerder(ThreadedHerder):
             self._rejoin_at = None
             self.membership.request_rejoin()
         self._process_config_updates()
+        if self._cleanup_at is not None and time.monotonic() >= self._cleanup_at:
+            self._cleanup_at = None
+            if self._stale_work(self._shape):
+                self.membership.request_rejoin()
         if self._assignment is not None and self.membership.stable:
             self._stable.set()
         else:
@@ -216,6 +223,26 @@ class DistributedHerder(ThreadedHerder):
             # coordinator): staggered rejoins would cost extra rounds.
             self._rejoin_at = time.monotonic() + assignment.delay_ms / 1000
 
+    def _cluster_work(self) -> tuple[set[str], set[TaskId]]:
+        """Everything the current generation assigned, on any worker."""
+        assignment = self._assignment
+        connectors: set[str] = set()
+        tasks: set[TaskId] = set()
+        for member in assignment.cluster if assignment is not None else ():
+            connectors |= member.assignment.connectors
+            tasks |= member.assignment.tasks
+        return connectors, tasks
+
+    def _unassigned_work(self, shape: dict[str, int]) -> bool:
+        connectors, tasks = self._cluster_work()
+        return any(c not in connectors or any(TaskId(c, i) not in tasks for i in range(n))
+                   for c, n in shape.items())
+
+    def _stale_work(self, shape: dict[str, int]) -> bool:
+        connectors, tasks = self._cluster_work()
+        return any(c not in shape for c in connectors) or any(
+            t.connector not in shape or t.task >= shape[t.connector] for t in tasks)
+
     def _revoked_work_remains(self, assignment: WorkerAssignment) -> bool:
         """Whether revoked work still exists (it must be reassigned: rejoin now). Work
         revoked because it was deleted (a stopped or removed connector's tasks) needs no
@@ -245,10 +272,17 @@ class DistributedHerder(ThreadedHerder):
             return
         shape = _shape(self.config_store.snapshot())
         if shape != self._shape:
-            # Connectors or task counts changed: every worker asks for a rebalance, as in
-            # Kafka, so that nobody waits for the next heartbeat to notice.
             self._shape = shape
-            self.membership.request_rejoin()
+            if self._unassigned_work(shape):
+                # New connectors or tasks: every worker asks for a rebalance, as in Kafka,
+                # so that nobody waits for the next heartbeat to notice.
+                self.membership.request_rejoin()
+            elif self._cleanup_at is None:
+                # Only deleted work (a STOPPED connector's tasks, a removed connector): its
+                # owners stopped it already. Rebalance for the balance a little later, so
+                # that stop → reset offsets → resume, which brings the same tasks back to
+                # the same workers, needs no rebalance at all.
+                self._cleanup_at = time.monotonic() + STALE_REBALANCE_DELAY_S
         for update in updates:
             if update.kind == "restart" and update.restart is not None:
                 self._apply_restart(update.restart.connector, update.restart.include_tasks,
