@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from worker.config.worker_config import DistributedConfig
 from worker.errors import (
@@ -35,11 +35,12 @@ from worker.errors import (
     NotLeaderError,
     RebalanceNeededError,
 )
-from worker.herder.assignor import Assignment, IncrementalAssignor
+from worker.herder import cluster_view
+from worker.herder.assignor import Assignment
+from worker.herder.group_leader import GroupLeader
 from worker.herder.health import starting
 from worker.herder.membership import GroupMembership
 from worker.herder.models import (
-    AbstractState,
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStateInfo,
@@ -47,12 +48,10 @@ from worker.herder.models import (
     HealthStatus,
     Message,
     ServerInfo,
-    TaskState,
 )
 from worker.herder.protocol import (
     CONFIG_MISMATCH,
     NO_ERROR,
-    ClusterMember,
     MemberMetadata,
     WorkerAssignment,
 )
@@ -96,15 +95,10 @@ class DistributedHerder(ThreadedHerder):
         self.kafka_status_store = status_store
         self.url = url
         self.membership = GroupMembership(config, self._metadata, self._assign)
-        self._max_delay_ms = int(config.get("scheduled.rebalance.max.delay.ms"))
-        self._assignor = IncrementalAssignor(self._max_delay_ms)
+        self._leader = GroupLeader(int(config.get("scheduled.rebalance.max.delay.ms")))
         self._assignment: WorkerAssignment | None = None
         self._member_id = ""
         self._leader_last_round = False
-        # The assignor's memory before the round this leader computed last; restored if
-        # that round never completed (a new rebalance interrupted its SyncGroup).
-        self._round_pending = False
-        self._before_round = self._assignor.checkpoint()
         self._stable = threading.Event()
         self._rejoin_at: float | None = None
         self._cleanup_at: float | None = None
@@ -126,7 +120,7 @@ class DistributedHerder(ThreadedHerder):
         self.kafka_status_store.set_listener(self._on_status_update)
         for store in (self.config_store, self.offset_store, self.status_store):
             store.start()
-        self._shape = _shape(self.config_store.snapshot())
+        self._shape = self._shape_now()
         self.membership.start()
         self._running = True
         self._thread.start()
@@ -179,7 +173,7 @@ class DistributedHerder(ThreadedHerder):
         self._process_config_updates()
         if self._cleanup_at is not None and time.monotonic() >= self._cleanup_at:
             self._cleanup_at = None
-            if self._stale_work(self._shape):
+            if cluster_view.has_stale_work(self._assignment, self._shape):
                 self.membership.request_rejoin()
         if self._assignment is not None and self.membership.stable:
             self._stable.set()
@@ -196,7 +190,8 @@ class DistributedHerder(ThreadedHerder):
             self.membership.request_rejoin()
             return
         self._leader_last_round = assignment.leader == member_id
-        self._round_pending = False
+        if self._leader_last_round:
+            self._leader.round_applied()
         try:
             self.kafka_config_store.refresh(self.dist_config.get("worker.sync.timeout.ms")
                                             / 1000)
@@ -216,42 +211,12 @@ class DistributedHerder(ThreadedHerder):
                  len(assignment.revoked.connectors), len(assignment.revoked.tasks))
         self._reconciler.reconcile()  # stops revoked work, starts newly assigned work
         self._rejoin_at = None
-        if self._revoked_work_remains(assignment):
+        if cluster_view.revoked_work_remains(assignment, self._shape_now()):
             self.membership.request_rejoin()  # revoked work may now go elsewhere
         elif assignment.delay_ms > 0 and self._leader_last_round:
             # Only the leader rejoins when the delay ends (the others follow the
             # coordinator): staggered rejoins would cost extra rounds.
             self._rejoin_at = time.monotonic() + assignment.delay_ms / 1000
-
-    def _cluster_work(self) -> tuple[set[str], set[TaskId]]:
-        """Everything the current generation assigned, on any worker."""
-        assignment = self._assignment
-        connectors: set[str] = set()
-        tasks: set[TaskId] = set()
-        for member in assignment.cluster if assignment is not None else ():
-            connectors |= member.assignment.connectors
-            tasks |= member.assignment.tasks
-        return connectors, tasks
-
-    def _unassigned_work(self, shape: dict[str, int]) -> bool:
-        connectors, tasks = self._cluster_work()
-        return any(c not in connectors or any(TaskId(c, i) not in tasks for i in range(n))
-                   for c, n in shape.items())
-
-    def _stale_work(self, shape: dict[str, int]) -> bool:
-        connectors, tasks = self._cluster_work()
-        return any(c not in shape for c in connectors) or any(
-            t.connector not in shape or t.task >= shape[t.connector] for t in tasks)
-
-    def _revoked_work_remains(self, assignment: WorkerAssignment) -> bool:
-        """Whether revoked work still exists (it must be reassigned: rejoin now). Work
-        revoked because it was deleted (a stopped or removed connector's tasks) needs no
-        further round."""
-        snapshot = self.config_store.snapshot()
-        shape = _shape(snapshot)
-        return any(c in shape for c in assignment.revoked.connectors) or any(
-            t.connector in shape and t.task < shape[t.connector]
-            for t in assignment.revoked.tasks)
 
     def _on_membership_lost(self) -> None:
         log.warning("Lost group membership: stopping all connectors and tasks")
@@ -270,10 +235,10 @@ class DistributedHerder(ThreadedHerder):
             updates, self._updates = self._updates, []
         if not updates:
             return
-        shape = _shape(self.config_store.snapshot())
+        shape = self._shape_now()
         if shape != self._shape:
             self._shape = shape
-            if self._unassigned_work(shape):
+            if cluster_view.has_unassigned_work(self._assignment, shape):
                 # New connectors or tasks: every worker asks for a rebalance, as in Kafka,
                 # so that nobody waits for the next heartbeat to notice.
                 self.membership.request_rejoin()
@@ -300,13 +265,6 @@ class DistributedHerder(ThreadedHerder):
 
     def _assign(self, leader_id: str, members: dict[str, MemberMetadata]
                 ) -> dict[str, WorkerAssignment]:
-        if not self._leader_last_round:
-            # Work lost before we led is unknown to us: a new leader starts afresh.
-            self._assignor = IncrementalAssignor(self._max_delay_ms)
-        elif self._round_pending:
-            self._assignor.restore(self._before_round)
-        self._before_round = self._assignor.checkpoint()
-        self._round_pending = True
         wanted = max((m.config_offset for m in members.values()), default=-1)
         if self.kafka_config_store.offset < wanted:
             # Only when behind (as Kafka's leader): the followers' SyncGroup waits for
@@ -316,18 +274,13 @@ class DistributedHerder(ThreadedHerder):
                     self.dist_config.get("worker.sync.timeout.ms") / 1000)
             except ConnectError:
                 log.warning("Leader could not read the config topic", exc_info=True)
-        offset = self.kafka_config_store.offset
-        leader_url = members[leader_id].url if leader_id in members else self.url
-        if offset < wanted:
-            return {m: WorkerAssignment(CONFIG_MISMATCH, leader_id, leader_url, offset)
-                    for m in members}
-        rounds = self._assignor.assign({m: meta.owned for m, meta in members.items()},
-                                       _shape(self.config_store.snapshot()))
-        cluster = tuple(ClusterMember(members[m].url, members[m].worker_id, r.assigned)
-                        for m, r in sorted(rounds.items()))
-        return {m: WorkerAssignment(NO_ERROR, leader_id, leader_url, offset, r.assigned,
-                                    r.revoked, r.delay_ms, cluster)
-                for m, r in rounds.items()}
+        return self._leader.assign(
+            leader_id, members, config_offset=self.kafka_config_store.offset,
+            current=self._shape_now(), led_last_round=self._leader_last_round,
+            own_url=self.url)
+
+    def _shape_now(self) -> cluster_view.Shape:
+        return cluster_view.shape(self.config_store.snapshot())
 
     # --- ownership -------------------------------------------------------------------------
 
@@ -477,7 +430,8 @@ class DistributedHerder(ThreadedHerder):
         def write() -> ConnectorStateInfo:
             self._snapshot_with(name)
             self.kafka_config_store.put_restart_request(name, include_tasks, only_failed)
-            return self._restart_plan(name, include_tasks, only_failed)
+            return cluster_view.restart_plan(self.connector_status(name), include_tasks,
+                                             only_failed)
         plan: ConnectorStateInfo = self._leader_call(write)
         return plan
 
@@ -501,22 +455,6 @@ class DistributedHerder(ThreadedHerder):
         else:
             self._reconciler.restart_connectors.add(name)
         self._reconciler.reconcile()
-
-    def _restart_plan(self, name: str, include_tasks: bool, only_failed: bool
-                      ) -> ConnectorStateInfo:
-        """The status as Kafka's leader answers it: what will restart shows RESTARTING."""
-        status = self.connector_status(name)
-
-        def planned(state: str, restart: bool) -> str:
-            return State.RESTARTING.value if restart else state
-        connector = AbstractState(
-            planned(status.connector.state, not only_failed
-                    or status.connector.state == State.FAILED.value),
-            status.connector.worker_id, status.connector.trace)
-        tasks = [TaskState(planned(t.state, include_tasks and (
-            not only_failed or t.state == State.FAILED.value)), t.worker_id, t.trace, t.id)
-            for t in status.tasks]
-        return ConnectorStateInfo(status.name, connector, tasks, status.type)
 
     def _apply_restart(self, name: str, include_tasks: bool, only_failed: bool) -> None:
         """A restart request read from the config topic: restart what runs here."""
@@ -545,8 +483,3 @@ class DistributedHerder(ThreadedHerder):
         topics = {t.topic for t in self.status_store.get_topics(update.connector)}
         if update.topic not in topics:
             self._submit(lambda: self.worker.forget_active_topics(update.connector))
-
-
-def _shape(snapshot: Any) -> dict[str, int]:
-    """Connector name -> task count: what the assignment depends on."""
-    return {name: len(snapshot.tasks(name)) for name in snapshot.connector_configs}
