@@ -1,8 +1,9 @@
 """At-least-once across a hard kill: FileStreamSource → Kafka → FileStreamSink.
 
-The worker is SIGKILLed while 100,000 lines stream through it, then restarted. Every line
-must reach the output at least once, in order, with no gaps (duplicates are allowed:
-offsets committed before the kill are up to ``offset.flush.interval.ms`` old).
+The worker is SIGKILLed while 100,000 lines stream through it (the last 40,000 are appended
+only after the kill), then restarted. Every line must reach the output at least once, in
+order, with no gaps (duplicates are allowed: offsets committed before the kill are up to
+``offset.flush.interval.ms`` old).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from tests.support import create_topic, wait_for_connector_state, wait_until
 
 TOTAL_LINES = 100_000
+BEFORE_KILL = 60_000
 CHUNK = 5_000
 
 
@@ -67,33 +69,39 @@ def test_sigkill_mid_stream_loses_nothing(standalone_worker, kafka_admin, unique
     for name in ("sigkill-source", "sigkill-sink"):
         wait_for_connector_state(client, name, "RUNNING", tasks_state="RUNNING", timeout=60)
 
-    # Append the input in chunks from a writer thread while the pipeline runs.
-    written = threading.Event()
+    # Append the input in chunks from a writer thread while the pipeline runs. The second
+    # part is written only after the kill, so the kill always lands mid-stream however fast
+    # the pipeline is, and the restarted source must pick up lines appended while it was down.
+    killed = threading.Event()
+    aborted = threading.Event()
+
+    def write_chunks(out, first: int, last: int) -> None:
+        for start in range(first, last, CHUNK):
+            out.write("".join(_line(n) + "\n" for n in range(start, start + CHUNK)))
+            out.flush()
+            if aborted.wait(0.05):
+                return
 
     def writer() -> None:
         with source_file.open("a", encoding="utf-8") as out:
-            for start in range(0, TOTAL_LINES, CHUNK):
-                out.write("".join(_line(n) + "\n" for n in range(start, start + CHUNK)))
-                out.flush()
-                if written.wait(0.05):  # set only to abort on test failure
-                    return
-        written.set()
+            write_chunks(out, 0, BEFORE_KILL)
+            if killed.wait(180) and not aborted.is_set():
+                write_chunks(out, BEFORE_KILL, TOTAL_LINES)
 
     thread = threading.Thread(target=writer, name="input-writer", daemon=True)
     thread.start()
     try:
-        # Kill mid-stream: some output exists, but far from all of it.
         wait_until(lambda: len(_output_numbers(sink_file)) >= 20_000, timeout=120,
                    message="the sink never wrote 20,000 lines")
         worker.kill()
-        killed_at = len(_output_numbers(sink_file))
-        assert killed_at < TOTAL_LINES, "the stream finished before the kill; grow it"
+        killed.set()
 
         worker.start()
         wait_until(lambda: len(set(_output_numbers(sink_file))) == TOTAL_LINES, timeout=240,
                    interval=1.0, message="not every line reached the output after restart")
     finally:
-        written.set()
+        aborted.set()
+        killed.set()
         thread.join(30)
 
     numbers = _output_numbers(sink_file)
