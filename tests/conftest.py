@@ -26,9 +26,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support import WorkerProcess, WorkerStartError, unique_name, write_properties
+from tests.support import (
+    WorkerProcess,
+    WorkerStartError,
+    airflow_env,
+    unique_name,
+    write_properties,
+)
 from tests.support.worker_process import DISTRIBUTED_MODULE
 from worker.testing import EmbeddedBroker, free_port
+
+# Before anything imports airflow: the session gets its own AIRFLOW_HOME and SQLite DB.
+AIRFLOW_HOME = airflow_env.configure()
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -328,3 +337,46 @@ def distributed_cluster(
         if failed:
             print(f"\n----- {worker!r}: tail of {worker.log_path} -----\n{worker.log_tail(80)}")
         worker.close()
+
+
+# ---------------------------------------------------------------------------- Airflow
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Iterator[Path]:
+    """The session's Airflow home with a migrated SQLite metadata database."""
+    airflow_env.migrate()
+    (AIRFLOW_HOME / "dags").mkdir(exist_ok=True)
+    yield AIRFLOW_HOME
+    airflow_env.cleanup()
+
+
+@pytest.fixture
+def airflow_dag(airflow_db: Path) -> Callable[[Path, str], object]:
+    """``load(dag_file, dag_id)``: copy a DAG file into the session's DAG folder and return
+    the parsed DAG, ready for ``dag.test()`` (Airflow 3 runs only DAGs of a bundle)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    def load(dag_file: Path, dag_id: str) -> object:
+        target = airflow_db / "dags" / dag_file.name
+        target.write_text(dag_file.read_text(encoding="utf-8"), encoding="utf-8")
+        bag = DagBag(str(target))
+        assert not bag.import_errors, bag.import_errors
+        dag = bag.get_dag(dag_id)
+        assert dag is not None, f"{dag_file} defines no DAG {dag_id!r}"
+        return dag
+
+    return load
+
+
+@pytest.fixture
+def kafka_connect_conn(monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
+    """``define(conn_id, host=..., extra=..., login=..., password=...)``: an Airflow
+    ``kafka_connect`` connection for this test (environment variable), returns its id."""
+
+    def define(conn_id: str = "kafka_connect_default", **spec: object) -> str:
+        for key, value in airflow_env.connection_env(conn_id, **spec).items():
+            monkeypatch.setenv(key, value)
+        return conn_id
+
+    return define
