@@ -8,13 +8,15 @@ the endpoint that returned it), so callers catch classes and never match message
     ├── KafkaConnectTransportError       no HTTP response: refused, DNS, TLS, timeout
     ├── KafkaConnectApiError             an HTTP error response (status_code, error_code, message)
     │   ├── BadRequestError              400: invalid config/offsets, wrong connector state
-    │   ├── AuthenticationError          401 / 403
+    │   ├── AuthenticationError          401: credentials missing or refused
+    │   ├── ForbiddenError               403: not allowed (e.g. topic tracking reset disabled)
     │   ├── NotFoundError                404: unknown connector, task, plugin, logger
     │   ├── ConflictError                409
     │   │   ├── ConnectorAlreadyExistsError  409 from POST /connectors
     │   │   └── RebalanceInProgressError     409 anywhere else (retried by the hooks)
     │   └── ServerError                  5xx
     ├── ConnectorFailedError             the connector or a task reached FAILED while waited on
+    ├── InvalidConnectorConfigError      a config failed validation; nothing was changed
     ├── OffsetsShapeError                offsets given to alter do not have Kafka Connect's shape
     └── StateTimeoutError                a wait for a connector state ran out of time
 """
@@ -60,7 +62,12 @@ class BadRequestError(KafkaConnectApiError):
 
 
 class AuthenticationError(KafkaConnectApiError):
-    """401 or 403: credentials missing or refused."""
+    """401: credentials missing or refused."""
+
+
+class ForbiddenError(KafkaConnectApiError):
+    """403: the request is not allowed (e.g. ``PUT .../topics/reset`` while
+    ``topic.tracking.allow.reset`` is false, or an authorizer refused it)."""
 
 
 class NotFoundError(KafkaConnectApiError):
@@ -90,6 +97,16 @@ class ConnectorFailedError(KafkaConnectError):
         self.connector = connector
         self.trace = trace
         super().__init__(message if not trace else f"{message}\n{trace}")
+
+
+class InvalidConnectorConfigError(KafkaConnectError, ValueError):
+    """A connector config is invalid (no ``connector.class``, or Connect's validation
+    reported errors, listed in ``errors`` as ``"key: message"``)."""
+
+    def __init__(self, connector: str, errors: list[str]) -> None:
+        self.connector = connector
+        self.errors = errors
+        super().__init__(f"connector {connector!r} config is invalid: " + "; ".join(errors))
 
 
 class OffsetsShapeError(KafkaConnectError, ValueError):

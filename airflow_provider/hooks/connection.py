@@ -27,6 +27,7 @@ from airflow_provider.exceptions import KafkaConnectConfigError
 DEFAULT_PORT = 8083
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_STATUS_TOPIC = "connect-status"
+EXTRA_PREFIX = "extra__kafka_connect__"
 
 
 class ConnectionLike(Protocol):
@@ -67,7 +68,9 @@ class ConnectionSettings:
 
     @classmethod
     def from_connection(cls, conn: ConnectionLike) -> ConnectionSettings:
-        extra = conn.extra_dejson or {}
+        # Forms may store extras as ``extra__kafka_connect__<field>``; accept both spellings.
+        extra = {key.removeprefix(EXTRA_PREFIX): value
+                 for key, value in (conn.extra_dejson or {}).items()}
         timeout = extra.get("timeout", DEFAULT_TIMEOUT_S)
         try:
             timeout = float(timeout)
@@ -101,19 +104,6 @@ class ConnectionSettings:
             status_topic=extra.get("status_topic") or DEFAULT_STATUS_TOPIC,
             kafka_config={str(k): str(v) for k, v in kafka_config.items()},
         )
-
-    @property
-    def httpx_verify(self) -> bool | str:
-        """``verify`` for httpx: a CA bundle path, or whether to use the system store."""
-        if not self.verify:
-            return False
-        return self.ca_bundle or True
-
-    @property
-    def httpx_cert(self) -> tuple[str, str] | str | None:
-        if self.client_cert and self.client_key:
-            return (self.client_cert, self.client_key)
-        return self.client_cert
 
     def consumer_config(self) -> dict[str, str]:
         """librdkafka settings for reading the status topic (no group: partitions are

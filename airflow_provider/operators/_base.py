@@ -1,0 +1,106 @@
+"""What every Kafka Connect operator shares: the hook, the status link, state waits and
+topic Asset events."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+
+from airflow_provider.assets import connector_topics_alias, emit_topic_assets
+from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
+from airflow_provider.exceptions import (
+    ConnectorFailedError,
+    KafkaConnectTransportError,
+    NotFoundError,
+    RebalanceInProgressError,
+    StateTimeoutError,
+)
+from airflow_provider.hooks.kafka_connect import KafkaConnectHook
+from airflow_provider.links import ConnectorStatusLink
+
+DEFAULT_STATE_TIMEOUT_S = 300.0
+DEFAULT_POLL_INTERVAL_S = 1.0
+
+
+def wait_for_state(hook: KafkaConnectHook, connector: str, target_state: str, *,
+                   wait_for_tasks: bool = True, timeout: float = DEFAULT_STATE_TIMEOUT_S,
+                   poll_interval: float = DEFAULT_POLL_INTERVAL_S,
+                   log: Any = None) -> dict[str, Any]:
+    """Poll ``GET /connectors/{c}/status`` until the target is met; return that status.
+
+    Raises :class:`ConnectorFailedError` (with the trace) as soon as the connector or a
+    task is FAILED, :class:`StateTimeoutError` after ``timeout`` seconds. A connector that
+    is momentarily unknown (404) or a worker that is momentarily unreachable is waited out.
+    """
+    target = check_target_state(target_state)
+    deadline = time.monotonic() + timeout
+    detail = "no status read yet"
+    while True:
+        try:
+            status = hook.get_connector_status(connector)
+        except (NotFoundError, RebalanceInProgressError, KafkaConnectTransportError) as exc:
+            detail = f"status unavailable: {exc}"
+        else:
+            outcome = evaluate_rest_status(status, target, wait_for_tasks=wait_for_tasks)
+            if outcome.verdict is Verdict.MET:
+                return status
+            if outcome.verdict is Verdict.FAILED:
+                raise ConnectorFailedError(connector, f"connector {connector!r}: "
+                                           f"{outcome.detail}", trace=outcome.trace)
+            detail = outcome.detail
+        if time.monotonic() >= deadline:
+            raise StateTimeoutError(f"connector {connector!r} did not reach {target} within "
+                                    f"{timeout:g} s: {detail}")
+        if log is not None:
+            log.debug("Waiting for %s to be %s: %s", connector, target, detail)
+        time.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
+
+
+class KafkaConnectBaseOperator(BaseOperator):
+    """Base of the operators acting on one connector of one Kafka Connect cluster.
+
+    :param connector: the connector's name (templated).
+    :param kafka_connect_conn_id: the ``kafka_connect`` Airflow connection.
+    :param emit_topic_assets: subclasses that learn the connector's topics emit one Asset
+        event per topic (see :mod:`airflow_provider.assets`) through an alias added to
+        ``outlets``.
+    """
+
+    template_fields: Sequence[str] = ("connector",)
+    operator_extra_links = (ConnectorStatusLink(),)
+    ui_color = "#d7e8f5"
+
+    def __init__(self, *, connector: str, kafka_connect_conn_id: str = "kafka_connect_default",
+                 emit_topic_assets: bool = False, **kwargs: Any) -> None:
+        if emit_topic_assets:
+            kwargs["outlets"] = [*(kwargs.get("outlets") or []),
+                                 connector_topics_alias(connector)]
+        super().__init__(**kwargs)
+        self.connector = connector
+        self.kafka_connect_conn_id = kafka_connect_conn_id
+        self.emit_topic_assets = emit_topic_assets
+        self._topics_alias_name = connector_topics_alias(connector).name
+
+    @cached_property
+    def hook(self) -> KafkaConnectHook:
+        return KafkaConnectHook(kafka_connect_conn_id=self.kafka_connect_conn_id)
+
+    def emit_connector_topics(self, context: Context, topics: Sequence[str] | None = None
+                              ) -> list[str]:
+        """Emit Asset events for the connector's active topics (``GET .../topics`` unless
+        ``topics`` is given); push them to XCom ``topics``; return the Asset URIs."""
+        if topics is None:
+            topics = self.hook.get_connector_topics(self.connector)
+        context["ti"].xcom_push(key="topics", value=sorted(topics))
+        if not self.emit_topic_assets:
+            return []
+        from airflow.sdk import AssetAlias
+
+        return emit_topic_assets(context, AssetAlias(name=self._topics_alias_name), topics,
+                                 bootstrap_servers=self.hook.settings.bootstrap_servers,
+                                 extra={"connector": self.connector,
+                                        "source": f"kafka_connect:{self.kafka_connect_conn_id}"})

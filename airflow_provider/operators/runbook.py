@@ -1,0 +1,171 @@
+"""The KIP-875 offsets runbook: stop → reset or alter offsets → resume, with a way back.
+
+Every step is checked before the next one, and every failure after the snapshot puts the
+connector back where it was (offsets restored from the snapshot, original state resumed)
+before the task fails with the original error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import Context
+
+from airflow_provider.offsets import validate_offsets
+from airflow_provider.operators._base import (
+    DEFAULT_POLL_INTERVAL_S,
+    DEFAULT_STATE_TIMEOUT_S,
+    KafkaConnectBaseOperator,
+    wait_for_state,
+)
+
+ACTIONS = ("reset", "alter")
+SNAPSHOT_XCOM_KEY = "offsets_snapshot"
+
+
+def _canonical(offsets: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(entry, sort_keys=True) for entry in offsets)
+
+
+class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
+    """Stop a connector, reset or alter its offsets, resume it; roll back on failure.
+
+    1. Read the connector's status (it must exist; its type picks the offset checks).
+    2. Check the shape of ``offsets`` (``action="alter"``) before touching anything.
+    3. Snapshot the committed offsets to XCom ``offsets_snapshot``.
+    4. ``PUT .../stop`` and wait for STOPPED (skipped if already stopped).
+    5. ``DELETE .../offsets`` (``reset``) or ``PATCH .../offsets`` (``alter``).
+    6. ``PUT .../resume`` and wait for RUNNING with every task (``resume=False``: stay
+       STOPPED), then emit Asset events for the connector's topics.
+
+    If any step from 4 on fails, the connector is stopped, its offsets are reset and the
+    snapshot written back, it is returned to the state it had at step 1, and the task
+    fails with the original error (notes on the error tell how the restore went).
+
+    Returns ``{"connector", "type", "action", "initial_state", "before", "after"}`` with the
+    offsets before and after.
+
+    :param action: ``"reset"`` or ``"alter"`` (templated).
+    :param offsets: for ``alter``: ``[{"partition": {...}, "offset": {...} | None}]`` or
+        ``{"offsets": [...]}`` (templated; a JSON string is parsed).
+    :param resume: resume the connector at the end (default) or leave it STOPPED.
+    :param state_timeout: seconds to wait for each state change.
+    """
+
+    template_fields: Sequence[str] = ("connector", "action", "offsets")
+    template_fields_renderers = {"offsets": "json"}
+
+    def __init__(self, *, action: str = "reset", offsets: Any = None, resume: bool = True,
+                 wait_for_tasks: bool = True, state_timeout: float = DEFAULT_STATE_TIMEOUT_S,
+                 poll_interval: float = DEFAULT_POLL_INTERVAL_S,
+                 emit_topic_assets: bool = True, **kwargs: Any) -> None:
+        super().__init__(emit_topic_assets=emit_topic_assets, **kwargs)
+        self.action = action
+        self.offsets = offsets
+        self.resume = resume
+        self.wait_for_tasks = wait_for_tasks
+        self.state_timeout = state_timeout
+        self.poll_interval = poll_interval
+
+    # ------------------------------------------------------------------ the runbook
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        action = str(self.action).strip().lower()
+        if action not in ACTIONS:
+            raise ValueError(f"action must be one of {ACTIONS}, got {self.action!r}")
+        status = self.hook.get_connector_status(self.connector)
+        connector_type = status.get("type")
+        initial_state = (status.get("connector") or {}).get("state", "")
+        new_offsets = self._checked_offsets(action, connector_type)
+
+        before = self.hook.get_offsets(self.connector).get("offsets", [])
+        context["ti"].xcom_push(key=SNAPSHOT_XCOM_KEY, value=before)
+        self.log.info("Connector %s (%s, %s): snapshot of %d offset(s) pushed to XCom %r",
+                      self.connector, connector_type, initial_state, len(before),
+                      SNAPSHOT_XCOM_KEY)
+        offsets_touched = False
+        try:
+            if initial_state != "STOPPED":
+                self.hook.stop_connector(self.connector)
+            self._wait("STOPPED")
+            offsets_touched = True
+            if action == "reset":
+                self.hook.reset_offsets(self.connector)
+            else:
+                self.hook.alter_offsets(self.connector, new_offsets)
+            after = self.hook.get_offsets(self.connector).get("offsets", [])
+            self.log.info("Offsets of %s %s: %d partition(s) now", self.connector,
+                          "reset" if action == "reset" else "altered", len(after))
+            self.on_offsets_applied(context, after)
+            if self.resume:
+                self.hook.resume_connector(self.connector)
+                self._wait("RUNNING")
+        except BaseException as exc:
+            self._restore(exc, before, initial_state, offsets_touched)
+            raise
+        if self.resume and self.emit_topic_assets:
+            self.emit_connector_topics(context)
+        return {"connector": self.connector, "type": connector_type, "action": action,
+                "initial_state": initial_state, "before": before, "after": after}
+
+    def on_offsets_applied(self, context: Context, offsets: list[dict[str, Any]]) -> None:
+        """Called with the offsets read back after the change, before resuming. Override to
+        check them; raising rolls the connector back to the snapshot."""
+
+    # ------------------------------------------------------------------ helpers
+
+    def _checked_offsets(self, action: str, connector_type: str | None) -> list[dict] | None:
+        offsets = self.offsets
+        if isinstance(offsets, str):
+            try:
+                offsets = json.loads(offsets)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"offsets is not valid JSON: {exc}") from None
+        if action == "reset":
+            if offsets not in (None, [], {}):
+                raise ValueError("offsets are only given with action='alter'")
+            return None
+        if offsets is None:
+            raise ValueError("action='alter' needs offsets")
+        return validate_offsets(offsets, connector_type)
+
+    def _wait(self, state: str) -> dict[str, Any]:
+        return wait_for_state(self.hook, self.connector, state,
+                              wait_for_tasks=self.wait_for_tasks, timeout=self.state_timeout,
+                              poll_interval=self.poll_interval, log=self.log)
+
+    def _restore(self, error: BaseException, snapshot: list[dict[str, Any]],
+                 initial_state: str, offsets_touched: bool) -> None:
+        """Put the connector back as it was; record the outcome as notes on ``error``."""
+        self.log.error("Runbook for %s failed (%s: %s); restoring the snapshot",
+                       self.connector, type(error).__name__, error)
+        try:
+            self.hook.stop_connector(self.connector)
+            self._wait("STOPPED")
+            if offsets_touched:
+                self.hook.reset_offsets(self.connector)
+                if snapshot:
+                    self.hook.alter_offsets(self.connector, snapshot)
+                restored = self.hook.get_offsets(self.connector).get("offsets", [])
+                if _canonical(restored) != _canonical(snapshot):
+                    raise RuntimeError(f"offsets read back after the restore differ from the "
+                                       f"snapshot: {restored} != {snapshot}")
+            if initial_state in ("RUNNING", "FAILED", "UNASSIGNED", "RESTARTING"):
+                self.hook.resume_connector(self.connector)
+                self._wait("RUNNING")
+            elif initial_state == "PAUSED":
+                self.hook.pause_connector(self.connector)
+                self._wait("PAUSED")
+        except Exception as restore_error:
+            note = (f"Restoring connector {self.connector!r} failed too: "
+                    f"{type(restore_error).__name__}: {restore_error}. The snapshot is in XCom "
+                    f"{SNAPSHOT_XCOM_KEY!r}.")
+            self.log.error(note)
+            error.add_note(note)
+            return
+        note = (f"Connector {self.connector!r} was restored: offsets as in the snapshot "
+                f"({len(snapshot)} partition(s)), state {initial_state or 'unknown'}.")
+        self.log.info(note)
+        error.add_note(note)

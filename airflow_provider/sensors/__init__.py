@@ -1,0 +1,1 @@
+"""Sensors: connector state over REST and over the status topic."""

@@ -1,0 +1,132 @@
+"""Wait for a connector state over Kafka Connect's REST API (no Kafka access needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator, Context, conf
+
+from airflow_provider.assets import connector_topics_alias, emit_topic_assets
+from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
+from airflow_provider.exceptions import (
+    ConnectorFailedError,
+    KafkaConnectError,
+    KafkaConnectTransportError,
+    NotFoundError,
+    RebalanceInProgressError,
+    StateTimeoutError,
+)
+from airflow_provider.hooks.kafka_connect import KafkaConnectHook
+from airflow_provider.links import ConnectorStatusLink
+from airflow_provider.triggers.connector_state import ConnectorStateTrigger, status_event
+
+
+class TopicAssetsSensorMixin:
+    """Sensors that learn a connector's topics emit one Asset event per topic on success."""
+
+    connector: str
+    kafka_connect_conn_id: str
+    emit_topic_assets: bool
+
+    def _with_topics_alias(self, connector: str, emit: bool, kwargs: dict[str, Any]) -> None:
+        if emit:
+            kwargs["outlets"] = [*(kwargs.get("outlets") or []),
+                                 connector_topics_alias(connector)]
+        self._topics_alias = connector_topics_alias(connector)
+
+    def emit_connector_topics(self, context: Context, topics: Sequence[str],
+                              bootstrap_servers: str | None) -> list[str]:
+        context["ti"].xcom_push(key="topics", value=sorted(topics))
+        if not self.emit_topic_assets:
+            return []
+        return emit_topic_assets(context, self._topics_alias, topics,
+                                 bootstrap_servers=bootstrap_servers,
+                                 extra={"connector": self.connector,
+                                        "source": f"kafka_connect:{self.kafka_connect_conn_id}"})
+
+
+class KafkaConnectConnectorStateSensor(TopicAssetsSensorMixin, BaseSensorOperator):
+    """Wait until ``connector`` (and, with ``wait_for_tasks``, every task) is in
+    ``target_state``, reading ``GET /connectors/{c}/status``. Fails at once with the trace
+    when the connector or a task is FAILED (unless FAILED is the target).
+
+    With ``deferrable=True`` the wait runs in the triggerer (:class:`ConnectorStateTrigger`)
+    and frees the worker slot. On success the event (``status``, ``state``, ``tasks``,
+    ``type``) is returned to XCom and, with ``emit_topic_assets``, one Asset event per
+    active topic is emitted.
+    """
+
+    template_fields: Sequence[str] = ("connector", "target_state")
+    operator_extra_links = (ConnectorStatusLink(),)
+    ui_color = "#d7e8f5"
+
+    def __init__(self, *, connector: str, target_state: str = "RUNNING",
+                 wait_for_tasks: bool = True,
+                 kafka_connect_conn_id: str = "kafka_connect_default",
+                 emit_topic_assets: bool = False,
+                 deferrable: bool = conf.getboolean("operators", "default_deferrable",
+                                                    fallback=False),
+                 **kwargs: Any) -> None:
+        self._with_topics_alias(connector, emit_topic_assets, kwargs)
+        super().__init__(**kwargs)
+        self.connector = connector
+        self.target_state = target_state
+        self.wait_for_tasks = wait_for_tasks
+        self.kafka_connect_conn_id = kafka_connect_conn_id
+        self.emit_topic_assets = emit_topic_assets
+        self.deferrable = deferrable
+
+    @cached_property
+    def hook(self) -> KafkaConnectHook:
+        return KafkaConnectHook(kafka_connect_conn_id=self.kafka_connect_conn_id)
+
+    def poke(self, context: Context) -> bool:
+        target = check_target_state(self.target_state)
+        try:
+            status = self.hook.get_connector_status(self.connector)
+        except (NotFoundError, RebalanceInProgressError, KafkaConnectTransportError) as exc:
+            self.log.info("Status of %s unavailable: %s", self.connector, exc)
+            return False
+        outcome = evaluate_rest_status(status, target, wait_for_tasks=self.wait_for_tasks)
+        if outcome.verdict is Verdict.FAILED:
+            raise ConnectorFailedError(self.connector, f"connector {self.connector!r}: "
+                                       f"{outcome.detail}", trace=outcome.trace)
+        self.log.info("Connector %s: %s", self.connector, outcome.detail)
+        if outcome.verdict is Verdict.MET:
+            self._event = status_event(self.connector, target, status, outcome)
+            return True
+        return False
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            super().execute(context)
+            return self._succeed(context, self._event)
+        if self.poke(context):
+            return self._succeed(context, self._event)
+        self.defer(trigger=ConnectorStateTrigger(
+            kafka_connect_conn_id=self.kafka_connect_conn_id, connector=self.connector,
+            target_state=self.target_state, wait_for_tasks=self.wait_for_tasks,
+            poll_interval=self.poke_interval, timeout=self.timeout),
+            method_name="execute_complete", timeout=timedelta(seconds=self.timeout))
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
+        status = event.get("status")
+        if status == "success":
+            return self._succeed(context, event)
+        if status == "failed":
+            raise ConnectorFailedError(self.connector, f"connector {self.connector!r}: "
+                                       f"{event.get('message')}", trace=event.get("trace"))
+        if status == "timeout":
+            raise StateTimeoutError(event.get("message"))
+        raise KafkaConnectError(f"waiting for {self.connector!r} failed: {event.get('message')}")
+
+    def _succeed(self, context: Context, result: dict[str, Any]) -> dict[str, Any]:
+        """Emit topic Assets (when RUNNING was awaited) and return the event for XCom:
+        the same shape whether the wait was deferred or not."""
+        if self.target_state.upper() == "RUNNING":
+            topics = self.hook.get_connector_topics(self.connector)
+            self.emit_connector_topics(context, topics, self.hook.settings.bootstrap_servers)
+        return result

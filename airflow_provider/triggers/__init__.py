@@ -1,0 +1,1 @@
+"""Deferrable triggers: connector state over REST and over the status topic."""
