@@ -70,3 +70,34 @@ def emit_topic_assets(context: Mapping[str, Any], alias: AssetAlias, topics: Ite
         uris.append(asset.uri)
     log.info("Emitted Asset events for %s", ", ".join(uris))
     return uris
+
+
+class TopicAssetsMixin:
+    """For operators and sensors that learn a connector's topics at run time.
+
+    Call :meth:`_add_topics_alias` on the constructor's kwargs before
+    ``BaseOperator.__init__`` (the alias must be among the outlets when the DAG is
+    parsed); call :meth:`emit_connector_topics` on success.
+    """
+
+    connector: str
+    kafka_connect_conn_id: str
+    emit_topic_assets: bool
+
+    def _add_topics_alias(self, connector: str, emit: bool, kwargs: dict[str, Any]) -> None:
+        self._topics_alias = connector_topics_alias(connector)
+        if emit:
+            kwargs["outlets"] = [*(kwargs.get("outlets") or []), self._topics_alias]
+
+    def emit_connector_topics(self, context: Mapping[str, Any], topics: Iterable[str],
+                              bootstrap_servers: str | None) -> list[str]:
+        """Push the topics to XCom ``topics``; with ``emit_topic_assets`` emit one Asset
+        event per topic; return the Asset URIs emitted."""
+        topics = sorted(set(topics))
+        context["ti"].xcom_push(key="topics", value=topics)
+        if not self.emit_topic_assets:
+            return []
+        return emit_topic_assets(context, self._topics_alias, topics,
+                                 bootstrap_servers=bootstrap_servers,
+                                 extra={"connector": self.connector,
+                                        "source": f"kafka_connect:{self.kafka_connect_conn_id}"})

@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from airflow_provider.assets import connector_topics_alias, emit_topic_assets
+from airflow_provider.assets import TopicAssetsMixin
 from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
 from airflow_provider.exceptions import (
     ConnectorFailedError,
@@ -60,7 +60,7 @@ def wait_for_state(hook: KafkaConnectHook, connector: str, target_state: str, *,
         time.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
 
 
-class KafkaConnectBaseOperator(BaseOperator):
+class KafkaConnectBaseOperator(TopicAssetsMixin, BaseOperator):
     """Base of the operators acting on one connector of one Kafka Connect cluster.
 
     :param connector: the connector's name (templated).
@@ -76,31 +76,17 @@ class KafkaConnectBaseOperator(BaseOperator):
 
     def __init__(self, *, connector: str, kafka_connect_conn_id: str = "kafka_connect_default",
                  emit_topic_assets: bool = False, **kwargs: Any) -> None:
-        if emit_topic_assets:
-            kwargs["outlets"] = [*(kwargs.get("outlets") or []),
-                                 connector_topics_alias(connector)]
+        self._add_topics_alias(connector, emit_topic_assets, kwargs)
         super().__init__(**kwargs)
         self.connector = connector
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.emit_topic_assets = emit_topic_assets
-        self._topics_alias_name = connector_topics_alias(connector).name
 
     @cached_property
     def hook(self) -> KafkaConnectHook:
         return KafkaConnectHook(kafka_connect_conn_id=self.kafka_connect_conn_id)
 
-    def emit_connector_topics(self, context: Context, topics: Sequence[str] | None = None
-                              ) -> list[str]:
-        """Emit Asset events for the connector's active topics (``GET .../topics`` unless
-        ``topics`` is given); push them to XCom ``topics``; return the Asset URIs."""
-        if topics is None:
-            topics = self.hook.get_connector_topics(self.connector)
-        context["ti"].xcom_push(key="topics", value=sorted(topics))
-        if not self.emit_topic_assets:
-            return []
-        from airflow.sdk import AssetAlias
-
-        return emit_topic_assets(context, AssetAlias(name=self._topics_alias_name), topics,
-                                 bootstrap_servers=self.hook.settings.bootstrap_servers,
-                                 extra={"connector": self.connector,
-                                        "source": f"kafka_connect:{self.kafka_connect_conn_id}"})
+    def emit_active_topics(self, context: Context) -> list[str]:
+        """Emit Asset events for the connector's active topics (``GET .../topics``)."""
+        return self.emit_connector_topics(context, self.hook.get_connector_topics(self.connector),
+                                          self.hook.settings.bootstrap_servers)

@@ -94,7 +94,7 @@ class KafkaConnectCreateOrUpdateConnectorOperator(KafkaConnectBaseOperator):
                 action = "updated"
         self.log.info("Connector %s: %s", self.connector, action)
         if self.emit_topic_assets:
-            self.emit_connector_topics(context)
+            self.emit_active_topics(context)
         return {"connector": self.connector, "action": action}
 
 
@@ -144,7 +144,7 @@ class _StateChangeOperator(KafkaConnectBaseOperator):
                                 wait_for_tasks=self.wait_for_tasks, timeout=self.state_timeout,
                                 poll_interval=self.poll_interval, log=self.log)
         if self.emit_topic_assets and self.target_state == "RUNNING":
-            self.emit_connector_topics(context)
+            self.emit_active_topics(context)
         return status
 
 

@@ -106,7 +106,7 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
             self._restore(exc, before, initial_state, offsets_touched)
             raise
         if self.resume and self.emit_topic_assets:
-            self.emit_connector_topics(context)
+            self.emit_active_topics(context)
         return {"connector": self.connector, "type": connector_type, "action": action,
                 "initial_state": initial_state, "before": before, "after": after}
 

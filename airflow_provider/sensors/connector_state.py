@@ -9,7 +9,7 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, conf
 
-from airflow_provider.assets import connector_topics_alias, emit_topic_assets
+from airflow_provider.assets import TopicAssetsMixin
 from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
 from airflow_provider.exceptions import (
     ConnectorFailedError,
@@ -24,31 +24,7 @@ from airflow_provider.links import ConnectorStatusLink
 from airflow_provider.triggers.connector_state import ConnectorStateTrigger, status_event
 
 
-class TopicAssetsSensorMixin:
-    """Sensors that learn a connector's topics emit one Asset event per topic on success."""
-
-    connector: str
-    kafka_connect_conn_id: str
-    emit_topic_assets: bool
-
-    def _with_topics_alias(self, connector: str, emit: bool, kwargs: dict[str, Any]) -> None:
-        if emit:
-            kwargs["outlets"] = [*(kwargs.get("outlets") or []),
-                                 connector_topics_alias(connector)]
-        self._topics_alias = connector_topics_alias(connector)
-
-    def emit_connector_topics(self, context: Context, topics: Sequence[str],
-                              bootstrap_servers: str | None) -> list[str]:
-        context["ti"].xcom_push(key="topics", value=sorted(topics))
-        if not self.emit_topic_assets:
-            return []
-        return emit_topic_assets(context, self._topics_alias, topics,
-                                 bootstrap_servers=bootstrap_servers,
-                                 extra={"connector": self.connector,
-                                        "source": f"kafka_connect:{self.kafka_connect_conn_id}"})
-
-
-class KafkaConnectConnectorStateSensor(TopicAssetsSensorMixin, BaseSensorOperator):
+class KafkaConnectConnectorStateSensor(TopicAssetsMixin, BaseSensorOperator):
     """Wait until ``connector`` (and, with ``wait_for_tasks``, every task) is in
     ``target_state``, reading ``GET /connectors/{c}/status``. Fails at once with the trace
     when the connector or a task is FAILED (unless FAILED is the target).
@@ -70,7 +46,7 @@ class KafkaConnectConnectorStateSensor(TopicAssetsSensorMixin, BaseSensorOperato
                  deferrable: bool = conf.getboolean("operators", "default_deferrable",
                                                     fallback=False),
                  **kwargs: Any) -> None:
-        self._with_topics_alias(connector, emit_topic_assets, kwargs)
+        self._add_topics_alias(connector, emit_topic_assets, kwargs)
         super().__init__(**kwargs)
         self.connector = connector
         self.target_state = target_state

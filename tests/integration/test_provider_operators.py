@@ -18,9 +18,15 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
+from airflow_provider.triggers.connector_state import ConnectorStateTrigger
 from tests.integration._rest_helpers import STRING_CONVERTER, path, read_values
 from tests.support import create_topic, unique_name, wait_for_connector_state, wait_until
-from tests.support.airflow_results import asset_events, task_state_now, task_states, xcom
+from tests.support.airflow_results import (
+    asset_events,
+    record_trigger_runs,
+    task_states,
+    xcom,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -253,7 +259,8 @@ def test_lifecycle_from_creation_to_deletion(worker, airflow_dag, kafka_admin,
 
 
 def test_the_rest_sensor_defers_until_the_connector_runs(
-        worker, airflow_dag, kafka_admin, kafka_bootstrap: str, tmp_path: Path) -> None:
+        worker, airflow_dag, kafka_admin, kafka_bootstrap: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     client = worker.client
     name, topic = unique_name("af-defer"), create_topic(kafka_admin, unique_name("af-defer"))
     source = tmp_path / "in.txt"
@@ -265,20 +272,19 @@ def test_the_rest_sensor_defers_until_the_connector_runs(
     assert response.status_code == 201, response.text
     wait_for_connector_state(client, name, "PAUSED")
 
-    # Resume only once Airflow has deferred the sensor to its trigger.
-    seen_deferred = threading.Event()
+    # Resume only once Airflow has deferred the sensor and its trigger runs.
+    runs, started = record_trigger_runs(monkeypatch, ConnectorStateTrigger)
+    resumed: list[int] = []
 
     def resume_when_deferred() -> None:
-        wait_until(lambda: task_state_now("kc_wait_running", "running") == "deferred",
-                   timeout=60, interval=0.1, message="the sensor never deferred")
-        seen_deferred.set()
-        assert client.put(f"{path(name)}/resume").status_code == 202
+        if started.wait(90):
+            resumed.append(client.put(f"{path(name)}/resume").status_code)
 
     resumer = threading.Thread(target=resume_when_deferred, daemon=True)
     resumer.start()
     dag_run = run(airflow_dag, "kc_wait_running", connector=name)
-    resumer.join(60)
-    assert seen_deferred.is_set()
+    resumer.join(30)
+    assert [r["connector"] for r in runs] == [name] and resumed == [202]
     assert task_states(dag_run) == {"running": "success"}
     event = xcom(dag_run, "running")
     assert (event["status"], event["state"], event["tasks"]) == ("success", "RUNNING",

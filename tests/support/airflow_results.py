@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 
@@ -45,15 +46,20 @@ def asset_events(uri: str) -> list[dict[str, Any]]:
         return [{"source_task_id": t, "source_run_id": r, "extra": e} for t, r, e in rows]
 
 
-def task_state_now(dag_id: str, task_id: str) -> str | None:
-    """The newest task instance's state in the DB, read while a run may be in progress."""
-    from airflow.models.taskinstance import TaskInstance
-    from airflow.utils.session import create_session
-    from sqlalchemy import select
+def record_trigger_runs(monkeypatch: Any, trigger_cls: type) -> tuple[list[dict[str, Any]],
+                                                                    threading.Event]:
+    """Record every run of ``trigger_cls`` (``dag.test()`` runs triggers inline, in this
+    process): returns the serialized kwargs of each run and an event set when one starts,
+    i.e. once a task has really deferred."""
+    runs: list[dict[str, Any]] = []
+    started = threading.Event()
+    original = trigger_cls.run
 
-    with create_session() as session:
-        state = session.execute(
-            select(TaskInstance.state).where(TaskInstance.dag_id == dag_id,
-                                             TaskInstance.task_id == task_id)
-            .order_by(TaskInstance.start_date.desc().nulls_last()).limit(1)).scalar()
-        return str(state) if state else None
+    async def run(self: Any) -> Any:
+        runs.append(self.serialize()[1])
+        started.set()
+        async for event in original(self):
+            yield event
+
+    monkeypatch.setattr(trigger_cls, "run", run)
+    return runs, started
