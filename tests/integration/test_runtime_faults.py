@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.support import wait_for_connector_state, wait_until
+from tests.support import create_topic, unique_name, wait_for_connector_state, wait_until
 
 PLUGINS = "tests.support.plugins"
 GRACEFUL_MS = 1000
@@ -98,3 +98,49 @@ def test_failing_task_goes_failed_with_trace_and_restarts(worker) -> None:
                         client.get("/connectors/fails/status").json()["tasks"]]
                == ["FAILED", "FAILED"], timeout=30, message="tasks did not fail again")
     assert client.get("/").status_code == 200
+
+
+@pytest.mark.integration
+def test_sink_stops_at_a_poison_record_with_everything_before_it_committed(
+        worker, kafka_bootstrap: str, kafka_admin, tmp_path) -> None:
+    """A record the converter rejects (errors.tolerance=none) fails the task; the records
+    before it in the same batch are delivered and committed, the trace names its offset, so
+    moving the group offset one past it skips that record and nothing else."""
+    from confluent_kafka import Producer
+
+    client = worker.client
+    topic = create_topic(kafka_admin, unique_name("poison"))
+    values = [b'{"n": 0}', b'{"n": 1}', b'{"n": 2}', b"not json", b'{"n": 4}', b'{"n": 5}']
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for value in values:  # one batch: the poison record sits in the middle of a poll
+        producer.produce(topic, value, partition=0)
+    assert producer.flush(30) == 0
+
+    out = tmp_path / "sink.txt"
+    response = client.put("/connectors/poisoned/config", json={
+        "connector.class": "FileStreamSink", "topics": topic, "file": str(out),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false"})
+    assert response.status_code == 201, response.text
+    status = wait_for_connector_state(client, "poisoned", "RUNNING", tasks_state="FAILED")
+    trace = status["tasks"][0]["trace"]
+    assert f"Tolerance exceeded in error handler: converting or transforming the record at " \
+           f"offset 3 of {topic}-0 failed" in trace
+    assert out.read_text().splitlines() == ["{'n': 0}", "{'n': 1}", "{'n': 2}"]
+    partition = {"kafka_topic": topic, "kafka_partition": 0}
+    assert client.get("/connectors/poisoned/offsets").json() == {
+        "offsets": [{"partition": partition, "offset": {"kafka_offset": 3}}]}
+
+    # Skip it: stop, move the offset one past it, resume.
+    assert client.put("/connectors/poisoned/stop").status_code == 204
+    wait_for_connector_state(client, "poisoned", "STOPPED")
+    response = client.patch("/connectors/poisoned/offsets", json={
+        "offsets": [{"partition": partition, "offset": {"kafka_offset": 4}}]})
+    assert response.status_code == 200, response.text
+    assert client.put("/connectors/poisoned/resume").status_code == 202
+    wait_for_connector_state(client, "poisoned", "RUNNING", tasks_state="RUNNING")
+    wait_until(lambda: len(out.read_text().splitlines()) == 5, timeout=60,
+               message=lambda: f"the sink to write the records after the poison one: "
+                               f"{out.read_text()!r}")
+    assert out.read_text().splitlines()[3:] == ["{'n': 4}", "{'n': 5}"]

@@ -141,11 +141,17 @@ class WorkerSinkTask(WorkerTask):
             self._apply_rewinds(consumer)
             messages = consumer.consume(MAX_BATCH, POLL_TIMEOUT_S)
             if messages:
-                records, positions = self._convert(messages)
+                records, positions, poison = self._convert(messages)
                 if self._deliver(records):
                     # Only records put() may be committed: a batch abandoned by a stop
                     # must be consumed again, not skipped.
                     self._current.update(positions)
+                    if poison is not None:
+                        # Everything before the bad record is delivered and committed, so
+                        # the group's offset is the bad record's: moving it one past skips
+                        # that record alone (the KIP-875 runbook), nothing else.
+                        self._commit()
+                        raise poison
             elif not self._paused:
                 self._deliver([])  # Kafka calls put() after every poll, even an empty one
             if self._context.commit_requested or time.monotonic() >= next_commit:
@@ -177,8 +183,13 @@ class WorkerSinkTask(WorkerTask):
         self._context.rewinds.clear()
 
     def _convert(self, messages: list[Message]
-                 ) -> tuple[list[SinkRecord], dict[TopicPartition, int]]:
-        """The batch's records, and the next offset per partition once they are put."""
+                 ) -> tuple[list[SinkRecord], dict[TopicPartition, int], ConnectException | None]:
+        """The batch's records, the next offset per partition once they are put, and the
+        error of a record that failed conversion or transformation (``errors.tolerance=none``).
+
+        On such a record the batch ends before it: the records before it are returned, and
+        positions do not move past it, so it is the next record read after a restart.
+        """
         # The hot path of every sink: per-record work is kept to what the record needs.
         records: list[SinkRecord] = []
         append = records.append
@@ -205,7 +216,6 @@ class WorkerSinkTask(WorkerTask):
                 tp = TopicPartition(topic, partition)
                 if topic not in self.seen_topics:
                     self.record_topic(topic)  # KIP-558: a topic is active once consumed
-            positions[tp] = offset + 1  # type: ignore[index]
             try:
                 key_schema, key = key_conv(topic, msg.key())
                 value_schema, value = value_conv(topic, msg.value())
@@ -216,17 +226,24 @@ class WorkerSinkTask(WorkerTask):
                                     msg.headers())
                 if chain is not None:
                     record = chain.apply(record)
-                    if record is None:
-                        continue
-            except Exception:
+            except Exception as exc:
                 # errors.tolerance: "none" fails the task; "all" skips the record.
                 if not self._tolerate_errors:
-                    raise
+                    # Kafka's wording, plus where the record is: the operator needs its
+                    # offset to skip it (the trace keeps the converter's error as cause).
+                    failure = ConnectException(
+                        f"Tolerance exceeded in error handler: converting or transforming "
+                        f"the record at offset {offset} of {topic}-{partition} failed: "
+                        f"{type(exc).__name__}: {exc}")
+                    failure.__cause__ = exc
+                    return records, positions, failure
                 log.warning("Task %s: skipped %s-%d@%d, conversion or transformation "
                             "failed", self.id, topic, partition, offset, exc_info=True)
-                continue
-            append(record)
-        return records, positions
+                record = None
+            positions[tp] = offset + 1  # type: ignore[index]
+            if record is not None:
+                append(record)
+        return records, positions, None
 
     def _warn_once(self, error: KafkaError) -> None:
         if error.code() not in self._warned:
