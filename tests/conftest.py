@@ -33,8 +33,7 @@ from tests.support import (
     unique_name,
     write_properties,
 )
-from tests.support.worker_process import DISTRIBUTED_MODULE
-from worker.testing import EmbeddedBroker, free_port
+from worker.testing import DISTRIBUTED_MODULE, EmbeddedBroker, free_port
 
 # Before anything imports airflow: the session gets its own AIRFLOW_HOME and SQLite DB.
 AIRFLOW_HOME = airflow_env.configure()
@@ -353,13 +352,18 @@ def airflow_db() -> Iterator[Path]:
 
 @pytest.fixture
 def airflow_dag(airflow_db: Path) -> Callable[[Path, str], object]:
-    """``load(dag_file, dag_id)``: copy a DAG file into the session's DAG folder and return
-    the parsed DAG, ready for ``dag.test()`` (Airflow 3 runs only DAGs of a bundle)."""
+    """``load(dag_file, dag_id)``: copy a DAG file's folder into the session's DAG folder
+    and return the parsed DAG, ready for ``dag.test()`` (Airflow 3 runs only DAGs of a
+    bundle). The whole folder goes, so files a DAG finds beside itself (``dags/pipelines``)
+    are there too; DAG files read their settings from the environment as they are parsed."""
+    import shutil
+
     from airflow.dag_processing.dagbag import DagBag
 
     def load(dag_file: Path, dag_id: str) -> object:
+        shutil.copytree(dag_file.parent, airflow_db / "dags", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
         target = airflow_db / "dags" / dag_file.name
-        target.write_text(dag_file.read_text(encoding="utf-8"), encoding="utf-8")
         bag = DagBag(str(target))
         assert not bag.import_errors, bag.import_errors
         dag = bag.get_dag(dag_id)

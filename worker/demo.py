@@ -1,4 +1,6 @@
-"""``make demo``: a broker, a worker and a FileStream pipeline you can watch.
+"""``python -m worker.demo``: a broker, a worker and a FileStream pipeline you can watch
+(the worker-only demo; ``make demo`` tells the whole story with Airflow and Spark:
+``dags/demo``).
 
 Starts the embedded Tansu broker, a ``connect-standalone`` worker subprocess with its state
 in SQLite, and two connectors created over the REST API::
@@ -19,18 +21,23 @@ from __future__ import annotations
 import argparse
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import Any
 
 import httpx
 
-from worker.testing import EmbeddedBroker, free_port, log_tail, terminate_process
+from worker.testing import (
+    EmbeddedBroker,
+    WorkerProcess,
+    WorkerStartError,
+    free_port,
+    write_properties,
+)
 
 TOPIC = "demo-lines"
 SOURCE = "demo-source"
@@ -71,8 +78,7 @@ class Demo:
         self.props = self.dir / "worker.properties"
         self.worker_log = self.logs / "worker.log"
         self.broker: EmbeddedBroker | None = None
-        self.worker: subprocess.Popen[bytes] | None = None
-        self._worker_log_file: IO[bytes] | None = None
+        self.worker: WorkerProcess | None = None
         self.url = ""
         self.written: list[str] = []
         self.arrived: list[str] = []
@@ -145,53 +151,25 @@ class Demo:
         assert self.broker is not None
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        self.props.write_text(
-            "\n".join(
-                [
-                    "# Written by `make demo` (worker/demo.py).",
-                    f"bootstrap.servers={self.broker.bootstrap_servers}",
-                    f"listeners={self.url}",
-                    f"storage.sql.url=sqlite:///{self.dir / 'connect.db'}",
-                    f"key.converter={STRING_CONVERTER}",
-                    f"value.converter={STRING_CONVERTER}",
-                    "offset.flush.interval.ms=1000",
-                    # A group join on Tansu waits half the session timeout.
-                    "consumer.session.timeout.ms=6000",
-                ]
-            )
-            + "\n"
-        )
-        cmd = [sys.executable, "-m", "worker.cli.standalone", str(self.props)]
-        _say(f"Starting the worker: {' '.join(cmd)}")
-        self._worker_log_file = open(self.worker_log, "ab")  # noqa: SIM115 - closed in _shutdown
+        write_properties(self.props, {
+            "bootstrap.servers": self.broker.bootstrap_servers,
+            "listeners": self.url,
+            "storage.sql.url": f"sqlite:///{self.dir / 'connect.db'}",
+            "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER,
+            "offset.flush.interval.ms": 1000,
+            # A group join on Tansu waits half the session timeout.
+            "consumer.session.timeout.ms": 6000,
+        })
         # Own session: Ctrl-C reaches only the demo, which then stops the worker first.
-        self.worker = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._worker_log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
-        with httpx.Client(base_url=self.url, timeout=2.0) as probe:
-            while True:
-                if self.worker.poll() is not None:
-                    raise DemoError(
-                        f"the worker exited with code {self.worker.returncode}; "
-                        f"{self.worker_log}:\n{log_tail(self.worker_log, 30)}"
-                    )
-                try:
-                    if probe.get("/").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() >= deadline:
-                    raise DemoError(
-                        f"the worker's REST API {self.url} did not answer within "
-                        f"{WORKER_START_TIMEOUT_S:.0f}s; {self.worker_log}:\n"
-                        f"{log_tail(self.worker_log, 30)}"
-                    )
-                time.sleep(0.2)
+        self.worker = WorkerProcess(self.props, url=self.url, log_path=self.worker_log,
+                                    startup_timeout=WORKER_START_TIMEOUT_S,
+                                    stop_timeout=WORKER_STOP_TIMEOUT_S, new_session=True)
+        _say(f"Starting the worker: {' '.join(self.worker.command)}")
+        try:
+            self.worker.start()
+        except WorkerStartError as exc:
+            raise DemoError(str(exc)) from exc
         _say(f"  worker REST API at {self.url}")
 
     def _create_connectors(self, client: httpx.Client) -> None:
@@ -282,11 +260,7 @@ class Demo:
     def _shutdown(self) -> None:
         _say("\nStopping the worker (SIGTERM) and the broker...")
         if self.worker is not None:
-            code = terminate_process(self.worker, WORKER_STOP_TIMEOUT_S)
-            _say(f"  worker exited with code {code}")
-        if self._worker_log_file is not None:
-            self._worker_log_file.close()
-            self._worker_log_file = None
+            _say(f"  worker exited with code {self.worker.stop()}")
         if self.broker is not None:
             self.broker.stop()
             _say("  broker stopped")
@@ -375,7 +349,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``make demo``."""
+    """Entry point of ``python -m worker.demo``."""
     args = parse_args(argv)
     return Demo(args.dir, interval=args.interval).run(args.duration)
 

@@ -18,15 +18,15 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
-from airflow_provider.triggers.connector_state import ConnectorStateTrigger
-from tests.integration._rest_helpers import STRING_CONVERTER, path, read_values
-from tests.support import create_topic, unique_name, wait_for_connector_state, wait_until
-from tests.support.airflow_results import (
+from airflow_provider.testing import (
     asset_events,
     record_trigger_runs,
     task_states,
     xcom,
 )
+from airflow_provider.triggers.connector_state import ConnectorStateTrigger
+from tests.integration._rest_helpers import STRING_CONVERTER, path, read_values
+from tests.support import create_topic, unique_name, wait_for_connector_state, wait_until
 
 pytestmark = pytest.mark.integration
 

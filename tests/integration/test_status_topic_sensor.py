@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from airflow_provider.triggers.status_topic import StatusTopicTrigger
-from tests.support import create_topic, unique_name, wait_for_connector_state, wait_until
-from tests.support.airflow_results import (
+from airflow_provider.testing import (
     asset_events,
     record_trigger_runs,
     task_states,
     xcom,
 )
+from airflow_provider.triggers.status_topic import StatusTopicTrigger
+from tests.support import create_topic, unique_name, wait_for_connector_state, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from tests.support.worker_process import WorkerProcess, WorkerStartError, write_properties
+from worker.testing.process import WorkerProcess, WorkerStartError, write_properties
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient

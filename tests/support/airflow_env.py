@@ -31,6 +31,9 @@ def configure() -> Path:
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(home / "dags")
     os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+    # Unpaused, as in a deployment where they are switched on: Asset events then queue
+    # runs of the DAGs scheduled on them (no scheduler runs here to start those).
+    os.environ["AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"] = "False"
     # Tests start nothing but dag.test(); keep Airflow from phoning home or logging noise.
     os.environ["AIRFLOW__CORE__ALLOWED_DESERIALIZATION_CLASSES_REGEXP"] = r"airflow\..*"
     os.environ.setdefault("SCARF_ANALYTICS", "false")

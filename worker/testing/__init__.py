@@ -1,7 +1,8 @@
 """Development and test helpers that ship with the package.
 
-:class:`EmbeddedBroker` runs the Tansu test broker (see ``DESIGN.md`` §5); it is used by
-``make demo`` and by the test suite's session-scoped Kafka fixture.
+:class:`EmbeddedBroker` runs the Tansu test broker (see ``DESIGN.md`` §5);
+:class:`WorkerProcess` runs a ``connect-standalone`` / ``connect-distributed`` worker as a
+subprocess the way users run it. Both serve the demos and the test suite.
 """
 
 from __future__ import annotations
@@ -14,12 +15,24 @@ from worker.testing.broker import (
     resolve_tansu_binary,
     terminate_process,
 )
+from worker.testing.process import (
+    DISTRIBUTED_MODULE,
+    STANDALONE_MODULE,
+    WorkerProcess,
+    WorkerStartError,
+    write_properties,
+)
 
 __all__ = [
+    "DISTRIBUTED_MODULE",
+    "STANDALONE_MODULE",
     "BrokerStartError",
     "EmbeddedBroker",
     "free_port",
     "log_tail",
     "resolve_tansu_binary",
     "terminate_process",
+    "WorkerProcess",
+    "WorkerStartError",
+    "write_properties",
 ]

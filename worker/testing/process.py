@@ -7,7 +7,7 @@ worker gracefully (SIGTERM), crash it (SIGKILL) and restart it on the same port 
 same properties, which is what durability tests need.
 
 Properties files are written by :func:`write_properties`; the ``standalone_worker``
-fixture in ``tests/conftest.py`` builds the usual worker properties on top of it.
+fixture in ``tests/conftest.py`` and the demos build their worker properties with it.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from typing import IO
 
 import httpx
 
-from worker.testing import log_tail, terminate_process
+from worker.testing.broker import log_tail, terminate_process
 
-__all__ = ["DISTRIBUTED_MODULE", "WorkerProcess", "WorkerStartError", "write_properties"]
+__all__ = ["DISTRIBUTED_MODULE", "STANDALONE_MODULE", "WorkerProcess", "WorkerStartError",
+           "write_properties"]
 
 #: The modules behind the ``connect-standalone`` / ``connect-distributed`` console scripts.
 STANDALONE_MODULE = "worker.cli.standalone"
@@ -77,6 +78,8 @@ class WorkerProcess:
     :param env: extra environment variables for the worker.
     :param cwd: working directory of the worker (default: the caller's).
     :param module: ``STANDALONE_MODULE`` or ``DISTRIBUTED_MODULE``.
+    :param new_session: start the worker in its own session, so a Ctrl-C in the terminal
+        reaches only the caller, which then stops the worker itself (the demos).
     """
 
     def __init__(
@@ -92,6 +95,7 @@ class WorkerProcess:
         cwd: Path | None = None,
         request_timeout: float = 30.0,
         module: str = STANDALONE_MODULE,
+        new_session: bool = False,
     ) -> None:
         self.props_file = Path(props_file)
         self.connector_files = [Path(p) for p in connector_files]
@@ -103,6 +107,7 @@ class WorkerProcess:
         self.cwd = cwd
         self.request_timeout = request_timeout
         self.module = module
+        self.new_session = new_session
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
         self._log_start = 0
@@ -182,6 +187,7 @@ class WorkerProcess:
             stderr=subprocess.STDOUT,
             env=env,
             cwd=self.cwd,
+            start_new_session=self.new_session,
         )
         return self
 

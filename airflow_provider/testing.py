@@ -1,4 +1,9 @@
-"""Reading what a ``dag.test()`` run left in the Airflow metadata database."""
+"""Reading what a ``dag.test()`` run left in the Airflow metadata database.
+
+Helpers for tests and demos of DAGs that use this provider: task states and XComs of a
+run, Asset events of a topic and the runs they queued. They read the metadata database
+directly, so they work in the process that ran ``dag.test()`` (not through the API).
+"""
 
 from __future__ import annotations
 
@@ -44,6 +49,20 @@ def asset_events(uri: str) -> list[dict[str, Any]]:
             .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
             .where(AssetModel.uri == uri).order_by(AssetEvent.id)).all()
         return [{"source_task_id": t, "source_run_id": r, "extra": e} for t, r, e in rows]
+
+
+def queued_asset_runs(dag_id: str) -> list[str]:
+    """URIs of the Asset events waiting to start a run of ``dag_id`` (Airflow queues them
+    for DAGs scheduled on those Assets; a scheduler would create the run)."""
+    from airflow.models.asset import AssetDagRunQueue, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        return list(session.scalars(
+            select(AssetModel.uri).join(AssetDagRunQueue,
+                                        AssetDagRunQueue.asset_id == AssetModel.id)
+            .where(AssetDagRunQueue.target_dag_id == dag_id).order_by(AssetModel.uri)))
 
 
 def record_trigger_runs(monkeypatch: Any, trigger_cls: type) -> tuple[list[dict[str, Any]],
