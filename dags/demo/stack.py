@@ -1,0 +1,182 @@
+"""The demo's running parts on loopback ports: the embedded broker, a standalone worker
+(state in SQLite) and the two connectors of the story.
+
+::
+
+    orders.jsonl --orders-source (FileStreamSource)--> topic orders
+    topic orders --orders-archive (FileStreamSink, JsonConverter)--> archive.txt
+
+The archive sink parses each record as JSON, so the one order line that is not JSON (the
+"poison record") fails its task — which the skip-poison runbook then fixes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from worker.testing import (
+    EmbeddedBroker,
+    WorkerProcess,
+    WorkerStartError,
+    free_port,
+    write_properties,
+)
+
+TOPIC = "orders"
+SOURCE = "orders-source"
+ARCHIVE = "orders-archive"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+CUSTOMERS = ("acme", "globex", "hooli", "initech", "umbrella")
+CURRENCIES = ("EUR", "EUR", "USD", "GBP")
+#: 2026-01-01T00:00:00Z: order timestamps count from here, one second per order.
+EPOCH_MS = 1_767_225_600_000
+
+
+T = TypeVar("T")
+
+
+class StackError(RuntimeError):
+    """A part of the demo did not start or did not do its part in time; the message says
+    what to look at."""
+
+
+def wait_for(condition: Callable[[], T], what: str, timeout: float = 60.0,
+             interval: float = 0.25) -> T:
+    """Poll ``condition`` until it returns something truthy; StackError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise StackError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def order_lines(first: int, count: int, *, poison_at: int | None = None) -> list[str]:
+    """``count`` JSON order events numbered from ``first`` (the same every run): every
+    tenth order is one the pipeline drops (negative amount, unknown currency, no
+    customer), and line ``poison_at`` (1-based) is not JSON at all."""
+    rng = random.Random(first)
+    lines = []
+    for n in range(first, first + count):
+        order: dict[str, Any] = {
+            "order_id": f"o-{n:05d}", "customer": rng.choice(CUSTOMERS),
+            "amount": round(rng.uniform(5, 250), 2), "currency": rng.choice(CURRENCIES),
+            "ts": EPOCH_MS + n * 1000}
+        if n % 10 == 0:  # invalid in one of three ways
+            broken = ({"amount": -order["amount"]}, {"currency": "XYZ"}, {"customer": None})
+            order.update(broken[n // 10 % 3])
+        lines.append(json.dumps(order, sort_keys=True))
+    if poison_at is not None:
+        lines[poison_at - 1] = '{"order_id": "o-truncated", "customer": "ac'
+    return lines
+
+
+class Stack:
+    """Broker, worker and connectors; :meth:`start` brings them up, :meth:`stop` down."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.logs = directory / "logs"
+        self.orders_file = directory / "orders.jsonl"
+        self.archive_file = directory / "archive.txt"
+        self.broker = EmbeddedBroker(log_dir=self.logs)
+        self.worker: WorkerProcess | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap_servers
+
+    @property
+    def url(self) -> str:
+        assert self.worker is not None
+        return self.worker.url
+
+    @property
+    def client(self) -> httpx.Client:
+        assert self.worker is not None
+        return self.worker.client
+
+    def start(self) -> None:
+        try:
+            self.broker.start()
+        except Exception as exc:
+            raise StackError(f"the broker did not start: {exc}") from exc
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        try:
+            admin.create_topics([NewTopic(TOPIC, 1, 1)], request_timeout=15)[TOPIC].result(20)
+        except Exception as exc:
+            raise StackError(f"could not create topic {TOPIC!r}: {exc}") from exc
+        self._start_worker()
+
+    def _start_worker(self) -> None:
+        url = f"http://127.0.0.1:{free_port()}"
+        props = write_properties(self.dir / "worker.properties", {
+            "bootstrap.servers": self.bootstrap,
+            "listeners": url,
+            "storage.sql.url": f"sqlite:///{self.dir / 'connect.db'}",
+            "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER,
+            "offset.flush.interval.ms": 1000,
+            # A group join on Tansu waits half the session timeout.
+            "consumer.session.timeout.ms": 6000,
+            # One record per produce request: Tansu's high watermark counts batches, and
+            # the pipeline reads up to the watermark (DESIGN.md §5). Not for Apache Kafka.
+            "producer.batch.num.messages": 1,
+        })
+        # Own session: Ctrl-C reaches only the demo, which then stops the worker first.
+        self.worker = WorkerProcess(props, url=url, log_path=self.logs / "worker.log",
+                                    new_session=True)
+        try:
+            self.worker.start()
+        except WorkerStartError as exc:
+            raise StackError(str(exc)) from exc
+
+    def create_connectors(self) -> None:
+        """The source and the archive sink, over the REST API as against any Connect."""
+        configs = {
+            SOURCE: {"connector.class": "FileStreamSource", "file": str(self.orders_file),
+                     "topic": TOPIC},
+            ARCHIVE: {"connector.class": "FileStreamSink", "topics": TOPIC,
+                      "file": str(self.archive_file), "value.converter": JSON_CONVERTER,
+                      "value.converter.schemas.enable": "false"},
+        }
+        for name, config in configs.items():
+            response = self.client.put(f"/connectors/{name}/config", json=config)
+            if response.status_code != 201:
+                raise StackError(f"creating {name}: HTTP {response.status_code} "
+                                 f"{response.text}")
+
+    def status(self, name: str) -> dict[str, Any]:
+        response = self.client.get(f"/connectors/{name}/status")
+        response.raise_for_status()
+        return response.json()
+
+    def source_position(self) -> int:
+        """Bytes of ``orders.jsonl`` the source has committed (its KIP-875 offset)."""
+        response = self.client.get(f"/connectors/{SOURCE}/offsets")
+        response.raise_for_status()
+        offsets = response.json()["offsets"]
+        return int(offsets[0]["offset"]["position"]) if offsets else 0
+
+    def stop(self) -> list[str]:
+        """Stop the worker (SIGTERM), then the broker; lines saying how it went."""
+        said = []
+        if self.worker is not None:
+            said.append(f"worker exited with code {self.worker.stop()}")
+            self.worker.close()
+        if self.broker.is_running:
+            self.broker.stop()
+            said.append("broker stopped")
+        return said

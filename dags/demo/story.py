@@ -1,0 +1,285 @@
+"""The story ``make demo`` tells, one chapter per step, narrated on the terminal.
+
+Airflow, Spark and the worker log a lot: while they work, file descriptors 1 and 2 go to
+``logs/airflow.log``; the narration goes to the terminal through a copy of the original
+stdout.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import shutil
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from dags.demo import airflow_runs
+from dags.demo.stack import ARCHIVE, SOURCE, TOPIC, Stack, StackError, order_lines, wait_for
+
+FIRST_ORDERS, POISON_LINE, REPLAY_FROM, LATE_ORDERS = 100, 37, 81, 30
+#: The pipeline's first run (its run id is manual__<this>), re-run in chapter 6.
+FIRST_RUN = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+_POISON = re.compile(r"the record at offset (\d+) of (.+)-(\d+) failed")
+
+
+class Console:
+    """Narration on the terminal; everything else into a log file while :meth:`quiet`."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.log_path = log_path
+        sys.stdout.flush()
+        self._out: TextIO = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+
+    def say(self, text: str = "") -> None:
+        self._out.write(text + "\n")
+
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        with open(self.log_path, "ab") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                os.close(saved[0])
+                os.close(saved[1])
+
+
+class Story:
+    """One run of the demo; :meth:`run` returns the exit code."""
+
+    def __init__(self, directory: Path, console: Console) -> None:
+        self.dir = directory
+        self.out = console
+        self.stack = Stack(directory)
+        self.output = directory / "pipeline"
+        self.say = console.say
+
+    def run(self, keep_running: bool = False) -> int:
+        try:
+            self._kafka_and_connect()
+            self._airflow()
+            self.say("\n[3/6] The Spark pipeline downstream of the connector")
+            first = self._pipeline(FIRST_RUN, "first run", show_totals=True)
+            self._skip_poison_record()
+            self._replay()
+            self._rerun(first)
+            self._where_things_are()
+            if keep_running:
+                self._wait_for_ctrl_c()
+            return 0
+        except (StackError, RuntimeError, AssertionError) as exc:
+            self.say(f"\nDemo failed: {exc}\nLogs: {self.stack.logs}/")
+            return 1
+        except Exception as exc:  # a bug: the traceback goes to the log, not the story
+            with open(self.out.log_path, "a", encoding="utf-8") as log:
+                traceback.print_exc(file=log)
+            self.say(f"\nDemo failed: {type(exc).__name__}: {exc} (traceback in "
+                     f"{self.out.log_path})")
+            return 1
+        finally:
+            self.say("\nStopping the worker (SIGTERM) and the broker:")
+            for line in self.stack.stop():
+                self.say(f"  {line}")
+
+    # ------------------------------------------------------------------ chapters
+
+    def _kafka_and_connect(self) -> None:
+        self.say("[1/6] Kafka, a Kafka Connect worker and two connectors")
+        self.stack.start()
+        self.say(f"  broker (Tansu, embedded) at {self.stack.bootstrap}, topic {TOPIC!r}")
+        self.say(f"  worker (connect-standalone, state in {self.dir / 'connect.db'}) "
+                 f"at {self.stack.url}")
+        lines = order_lines(1, FIRST_ORDERS, poison_at=POISON_LINE)
+        self.stack.orders_file.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+        self.say(f"  wrote {len(lines)} order events to {self.stack.orders_file} "
+                 f"(line {POISON_LINE} is cut short: not JSON)")
+        self.stack.create_connectors()
+        size = self.stack.orders_file.stat().st_size
+        wait_for(lambda: self.stack.source_position() == size, f"{SOURCE} to publish the file")
+        self.say(f"  {SOURCE}: RUNNING, published {len(lines)} records to {TOPIC!r}")
+        status = wait_for(lambda: self._failed_task(ARCHIVE), f"{ARCHIVE} to reach the poison")
+        reason = next((ln.strip() for ln in status["trace"].splitlines()
+                       if "Tolerance exceeded" in ln), status["trace"].splitlines()[-1])
+        self.say(f"  {ARCHIVE}: task FAILED — {reason[:150]}")
+
+    def _airflow(self) -> None:
+        home = self.dir / "airflow"
+        self.say(f"\n[2/6] Airflow (SQLite in {home}, DAGs from {airflow_runs.DAGS_FOLDER})")
+        airflow_runs.configure(home, connect_url=self.stack.url, bootstrap=self.stack.bootstrap,
+                               output=self.output)
+        with self.out.quiet():
+            airflow_runs.migrate()
+            check = airflow_runs.run_dag("orders_source_check")
+        self._expect(check, "orders_source_check")
+        self._announce_queued_run("source_running")
+
+    def _pipeline(self, when: datetime.datetime, label: str, *,
+                  show_totals: bool = False) -> dict[str, Any]:
+        self.say(f"  orders_pipeline ({label}, Spark local[2] via SparkSubmitOperator)...")
+        with self.out.quiet():
+            result = airflow_runs.run_dag("orders_pipeline", when=when)
+        self._expect(result, "orders_pipeline")
+        summary = result.returned["report"]
+        self.say(f"    run {result.run_id}: offsets {_offsets(summary)}")
+        self.say(f"    {summary['records_read']} records read, {summary['records_dropped']} "
+                 f"dropped, {summary['duplicates']} duplicates → {summary['orders']} orders "
+                 f"of {summary['customers']} customers")
+        self.say(f"    Parquet: {summary['output']}")
+        if show_totals:
+            from dags.pipelines.orders_job import read_output
+
+            self.say("      customer  currency  orders     amount")
+            for row in read_output(summary["output"])[0].to_pylist():
+                self.say(f"      {row['customer']:<9} {row['currency']:<8} {row['orders']:>7}"
+                         f"  {row['total_amount']:>9.2f}")
+        return summary
+
+    def _skip_poison_record(self) -> None:
+        trace = self._failed_task(ARCHIVE)["trace"]
+        found = _POISON.search(trace)
+        if found is None:
+            raise RuntimeError(f"the trace of {ARCHIVE} names no record: {trace[-500:]}")
+        offset, topic, partition = int(found[1]), found[2], int(found[3])
+        self.say(f"\n[4/6] kafka_connect_skip_poison_record: the trace names offset {offset} "
+                 f"of {topic}-{partition}")
+        with self.out.quiet():
+            result = airflow_runs.run_dag("kafka_connect_skip_poison_record", conf={
+                "connector": ARCHIVE, "topic": topic, "partition": partition,
+                "poison_offset": offset})
+        self._expect(result, "kafka_connect_skip_poison_record")
+        check, runbook = result.returned["check_position"], result.returned["skip_poison_record"]
+        self.say(f"  check_position: the sink's group is at offset {check['committed']}: "
+                 f"skipping {check['records_skipped']} record")
+        self.say(f"  skip_poison_record: stop → offsets {_kafka_offsets(runbook['before'])} → "
+                 f"{_kafka_offsets(runbook['after'])} → resume: {ARCHIVE} RUNNING")
+        wanted = FIRST_ORDERS - 1
+        wait_for(lambda: _line_count(self.stack.archive_file) >= wanted,
+                 f"{ARCHIVE} to archive the records after the poison one")
+        self.say(f"  {self.stack.archive_file.name} holds {wanted} orders: all but the poison")
+
+    def _replay(self) -> None:
+        lines = self.stack.orders_file.read_bytes().split(b"\n")
+        position = sum(len(line) + 1 for line in lines[:REPLAY_FROM - 1])
+        self.say(f"\n[5/6] kafka_connect_replay_source: publish orders {REPLAY_FROM}–"
+                 f"{FIRST_ORDERS} again (byte {position} of {self.stack.orders_file.name})")
+        offsets = [{"partition": {"filename": str(self.stack.orders_file)},
+                    "offset": {"position": position}}]
+        with self.out.quiet():
+            result = airflow_runs.run_dag("kafka_connect_replay_source", conf={
+                "connector": SOURCE, "action": "alter", "offsets": offsets})
+        self._expect(result, "kafka_connect_replay_source")
+        size = self.stack.orders_file.stat().st_size
+        wait_for(lambda: self.stack.source_position() == size, f"{SOURCE} to replay")
+        before = result.returned["replay"]["before"][0]["offset"]["position"]
+        self.say(f"  replay: stop → position {before} → {position} → resume; "
+                 f"{FIRST_ORDERS - REPLAY_FROM + 1} records published again")
+        self._announce_queued_run("replay")
+        self._pipeline(FIRST_RUN + datetime.timedelta(hours=1), "second run")
+
+    def _rerun(self, first: dict[str, Any]) -> None:
+        from dags.pipelines.orders_job import read_output
+
+        self.say(f"\n[6/6] {LATE_ORDERS} late orders arrive; then the first run is re-run")
+        late = order_lines(FIRST_ORDERS + 1, LATE_ORDERS)
+        with self.stack.orders_file.open("a", encoding="utf-8") as handle:
+            handle.write("".join(f"{line}\n" for line in late))
+        size = self.stack.orders_file.stat().st_size
+        wait_for(lambda: self.stack.source_position() == size, f"{SOURCE} to publish them")
+        self.say(f"  {SOURCE} published them: the topic now holds "
+                 f"{FIRST_ORDERS + (FIRST_ORDERS - REPLAY_FROM + 1) + LATE_ORDERS} records")
+        written = read_output(first["output"])
+        again = self._pipeline(FIRST_RUN, "first run, cleared and re-run")
+        table, metadata = read_output(again["output"])
+        same = table.equals(written[0], check_metadata=True) and metadata == written[1]
+        if not same or _offsets(again) != _offsets(first):
+            raise AssertionError("the re-run read other records or wrote other output")
+        self.say("    same range, same rows, schema and metadata as the first try: identical")
+
+    def _where_things_are(self) -> None:
+        self.say("\nWhere things are:")
+        for what, where in (
+                ("orders (source file)", self.stack.orders_file),
+                ("archive (sink file)", self.stack.archive_file),
+                ("Parquet per run", self.output / "runs"),
+                ("offset ranges per run", self.output / "ranges"),
+                ("worker state (SQLite)", self.dir / "connect.db"),
+                ("Airflow home (SQLite)", self.dir / "airflow"),
+                ("logs", self.stack.logs)):
+            self.say(f"  {what:<23} {where}")
+
+    def _wait_for_ctrl_c(self) -> None:
+        url = self.stack.url
+        self.say(f"\nThe worker keeps running at {url}; try:\n"
+                 f"  curl -s '{url}/connectors?expand=status'\n"
+                 f"  curl -s {url}/connectors/{SOURCE}/offsets\n"
+                 f"  curl -s {url}/connectors/{SOURCE}/topics\n"
+                 "Ctrl-C stops it.")
+        try:
+            wait_for(lambda: not (self.stack.worker and self.stack.worker.is_running),
+                     "Ctrl-C", timeout=float("inf"), interval=1.0)
+            self.say("The worker exited.")
+        except KeyboardInterrupt:
+            self.say("\nInterrupted.")
+
+    # ------------------------------------------------------------------ helpers
+
+    def _failed_task(self, name: str) -> dict[str, Any] | None:
+        tasks = self.stack.status(name).get("tasks", [])
+        return tasks[0] if tasks and tasks[0]["state"] == "FAILED" else None
+
+    def _expect(self, result: airflow_runs.DagResult, dag_id: str) -> None:
+        if not result.succeeded:
+            raise RuntimeError(f"{dag_id} run {result.run_id} did not succeed: {result.states}; "
+                               f"see {self.out.log_path}")
+        tasks = ", ".join(f"{task}={state}" for task, state in result.states.items())
+        self.say(f"  {dag_id}: {tasks}")
+
+    def _announce_queued_run(self, task_id: str) -> None:
+        """Check that ``task_id`` just emitted the topic's Asset event and that it queued a
+        run of ``orders_pipeline``."""
+        from airflow_provider.assets import topic_asset_uri
+        from airflow_provider.testing import asset_events, queued_asset_runs
+
+        uri = topic_asset_uri(TOPIC, bootstrap_servers=self.stack.bootstrap)
+        with self.out.quiet():
+            events, queued = asset_events(uri), queued_asset_runs("orders_pipeline")
+        if not events or events[-1]["source_task_id"] != task_id or uri not in queued:
+            raise RuntimeError(f"{task_id} did not emit the Asset event {uri} that schedules "
+                               f"orders_pipeline (events: {events}, queued: {queued})")
+        self.say(f"  → Asset event {uri} from {task_id}: Airflow queued a run of "
+                 "orders_pipeline\n    (no scheduler runs in the demo: it starts that run "
+                 "itself)")
+
+
+def _offsets(summary: dict[str, Any]) -> str:
+    return f"{json.dumps(summary['starting_offsets'])} → {json.dumps(summary['ending_offsets'])}"
+
+
+def _kafka_offsets(offsets: list[dict[str, Any]]) -> str:
+    return ", ".join(str(o["offset"]["kafka_offset"]) for o in offsets) or "none"
+
+
+def _line_count(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0
+
+
+def prepare(directory: Path) -> None:
+    """Empty ``directory``: the broker keeps its data in memory, so state left from a
+    previous run would name topics and offsets that no longer exist."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    (directory / "logs").mkdir(parents=True)

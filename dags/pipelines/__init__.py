@@ -1,0 +1,1 @@
+"""PySpark jobs that Airflow DAGs in ``dags/`` submit with ``SparkSubmitOperator``."""
