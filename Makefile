@@ -10,8 +10,7 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Only the folders that exist yet (dags/ arrives with the example DAGs).
-LINT_PATHS := $(wildcard worker airflow_provider dags tests)
+LINT_PATHS := worker airflow_provider dags tests
 PYTEST_ARGS ?=
 
 .PHONY: help venv test demo bench lint clean distclean constraints
@@ -33,8 +32,8 @@ test: venv  ## lint, then the whole test suite (unit + integration)
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-demo: venv  ## embedded broker + worker + FileStream source/sink; Ctrl-C stops it
-	$(BIN)/python -m worker.demo
+demo: venv  ## the whole story: broker, worker, connectors, Airflow DAGs, Spark -> Parquet
+	$(BIN)/python -m dags.demo
 
 bench: venv  ## run every tests/bench/bench_*.py script (prints and saves figures)
 	@scripts="$$(ls tests/bench/bench_*.py 2>/dev/null || true)"; \

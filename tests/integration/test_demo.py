@@ -1,12 +1,16 @@
-"""``make demo`` works: every line the demo writes reaches the sink's output file.
+"""The demos work, each run as a subprocess in a temporary directory (its own embedded
+broker and worker):
 
-Runs ``python -m worker.demo --duration 20`` as a subprocess (its own embedded broker and
-worker) in a temporary directory.
+* ``make demo`` (``python -m dags.demo``): the whole story — connectors, Airflow DAG runs,
+  the Spark pipeline, the skip-poison and replay runbooks, an identical re-run;
+* ``python -m worker.demo --duration 20``: every line written reaches the sink's file.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,21 +20,26 @@ import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
+ROOT = Path(__file__).parents[2]
 DURATION_S = 20
 #: Broker + worker start, connector start, 20 s of lines, drain and shutdown.
 RUN_TIMEOUT_S = 180
+#: The whole story: broker, worker, Airflow DB, five DAG runs, three Spark jobs.
+STORY_TIMEOUT_S = 600
 
 
-def _run_demo(demo_dir: Path) -> subprocess.CompletedProcess[str]:
+def _run_demo(args: list[str], timeout: float = RUN_TIMEOUT_S
+              ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "worker.demo", "--duration", str(DURATION_S), "--dir", demo_dir],
+        [sys.executable, "-m", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=ROOT,  # python -m dags.demo runs from the repository root
     )
     try:
-        out, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+        out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         # SIGTERM lets the demo stop its worker and broker; SIGKILL would orphan them.
         proc.send_signal(signal.SIGTERM)
@@ -39,7 +48,7 @@ def _run_demo(demo_dir: Path) -> subprocess.CompletedProcess[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
-        pytest.fail(f"the demo did not finish within {RUN_TIMEOUT_S}s; output:\n{out}")
+        pytest.fail(f"the demo did not finish within {timeout}s; output:\n{out}")
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, None)
 
 
@@ -49,7 +58,7 @@ def _lines(path: Path) -> list[str]:
 
 def test_demo_moves_every_written_line_to_the_output_file(tmp_path: Path) -> None:
     demo_dir = tmp_path / "demo"
-    result = _run_demo(demo_dir)
+    result = _run_demo(["worker.demo", "--duration", str(DURATION_S), "--dir", str(demo_dir)])
     log = demo_dir / "logs" / "worker.log"
     context = f"demo output:\n{result.stdout}\nworker log tail:\n{_tail(log)}"
 
@@ -69,3 +78,36 @@ def test_demo_moves_every_written_line_to_the_output_file(tmp_path: Path) -> Non
 
 def _tail(path: Path, lines: int = 60) -> str:
     return "\n".join(_lines(path)[-lines:])
+
+
+@pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
+                    reason="the demo's Spark pipeline needs Java")
+def test_make_demo_tells_the_whole_story(tmp_path: Path) -> None:
+    from dags.pipelines.orders_job import read_output
+
+    demo_dir = tmp_path / "demo"
+    result = _run_demo(["dags.demo", "--dir", str(demo_dir)], timeout=STORY_TIMEOUT_S)
+    context = (f"demo output:\n{result.stdout}\nairflow log tail:\n"
+               f"{_tail(demo_dir / 'logs' / 'airflow.log')}")
+    assert result.returncode == 0, context
+    for chapter in range(1, 7):
+        assert f"[{chapter}/6]" in result.stdout, context
+    assert "Tolerance exceeded in error handler" in result.stdout, context
+    assert "identical" in result.stdout, context
+    assert result.stdout.rstrip().endswith("broker stopped"), context
+
+    # Two pipeline runs, each with its recorded range; the re-run kept the first range.
+    ranges = {p.stem: json.loads(p.read_text()) for p in (demo_dir / "pipeline" /
+                                                           "ranges").glob("*.json")}
+    assert sorted((r["starting_offsets"], r["ending_offsets"]) for r in ranges.values()) == [
+        ('{"orders":{"0":0}}', '{"orders":{"0":100}}'),
+        ('{"orders":{"0":100}}', '{"orders":{"0":120}}')]
+    first = demo_dir / "pipeline" / "runs" / "manual__2026-01-01T00_00_00_00_00"
+    summary = json.loads((first / "_run.json").read_text())
+    assert (summary["records_read"], summary["records_dropped"], summary["orders"]) == (
+        100, 11, 89)
+    totals = read_output(first / "totals")[0].to_pylist()
+    assert sum(row["orders"] for row in totals) == 89
+    # The archive sink got past the poison record: all 99 other first orders are there.
+    archived = _lines(demo_dir / "archive.txt")
+    assert len(archived) >= 99 and not any("truncated" in line for line in archived)
