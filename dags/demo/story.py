@@ -110,7 +110,8 @@ class Story:
         self.stack.create_connectors()
         size = self.stack.orders_file.stat().st_size
         wait_for(lambda: self.stack.source_position() == size, f"{SOURCE} to publish the file")
-        self.say(f"  {SOURCE}: RUNNING, published {len(lines)} records to {TOPIC!r}")
+        state = self.stack.status(SOURCE)["connector"]["state"]
+        self.say(f"  {SOURCE}: {state}, published {len(lines)} records to {TOPIC!r}")
         status = wait_for(lambda: self._failed_task(ARCHIVE), f"{ARCHIVE} to reach the poison")
         reason = next((ln.strip() for ln in status["trace"].splitlines()
                        if "Tolerance exceeded" in ln), status["trace"].splitlines()[-1])
