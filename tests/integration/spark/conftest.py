@@ -7,6 +7,7 @@ skipped, not failed: Spark needs a JVM.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -17,6 +18,10 @@ import pytest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit,
+    # after pytest has closed the captured streams ("Logging error" noise in CI output).
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
