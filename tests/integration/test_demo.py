@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import NO_JAVA
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -80,8 +81,7 @@ def _tail(path: Path, lines: int = 60) -> str:
     return "\n".join(_lines(path)[-lines:])
 
 
-@pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
-                    reason="the demo's Spark pipeline needs Java")
+@pytest.mark.skipif(NO_JAVA is not None, reason=f"the demo's Spark pipeline: {NO_JAVA}")
 def test_make_demo_tells_the_whole_story(tmp_path: Path) -> None:
     from dags.pipelines.orders_job import read_output
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,13 @@ from airflow_provider.testing import (
 )
 from dags.pipelines.orders_job import read_output
 from tests.integration._rest_helpers import STRING_CONVERTER, path, read_values
-from tests.support import create_topic, unique_name, wait_for_connector_state, wait_until
+from tests.support import (
+    NO_JAVA,
+    create_topic,
+    unique_name,
+    wait_for_connector_state,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -72,8 +77,8 @@ def order(n: int, customer: str, amount: float, currency: str = "EUR") -> str:
 @pytest.fixture
 def spark_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """``spark_default`` in local mode, and this virtualenv's ``spark-submit`` on PATH."""
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs Java: no `java` on PATH and JAVA_HOME is unset")
+    if NO_JAVA:
+        pytest.skip(NO_JAVA)
     venv_bin = str(Path(sys.executable).parent)
     monkeypatch.setenv("PATH", f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT",

@@ -7,7 +7,9 @@ with bare sleeps; :func:`wait_for_connector_state` is the common case of waiting
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
 
 __all__ = [
+    "NO_JAVA",
     "WaitTimeout",
     "WorkerProcess",
     "WorkerStartError",
@@ -32,6 +35,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: Why Spark tests skip on a machine without a JVM, or ``None`` when one is there.
+NO_JAVA = (None if shutil.which("java") or os.environ.get("JAVA_HOME")
+           else "Spark needs Java: no `java` on PATH and JAVA_HOME is unset")
 
 
 class WaitTimeout(AssertionError):

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+
+from tests.support import NO_JAVA
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs Java: no `java` on PATH and JAVA_HOME is unset")
+    if NO_JAVA:
+        pytest.skip(NO_JAVA)
     from pyspark.sql import SparkSession
 
     # Both: the config covers executors' workers, the variable the driver-side planners.
