@@ -10,6 +10,7 @@ No scheduler runs: where a scheduler would start a run queued by an Asset event
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import subprocess
@@ -69,13 +70,19 @@ def migrate(timeout: float = 300.0) -> None:
                            f"{result.stderr[-3000:]}")
 
 
-def _dag(dag_id: str) -> Any:
+@functools.cache
+def _bag() -> Any:
+    """The DAG folder, parsed once (after :func:`configure`: DAG files read the environment)."""
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(str(DAGS_FOLDER))
     if bag.import_errors:
         raise RuntimeError(f"DAG files failed to import: {bag.import_errors}")
-    dag = bag.get_dag(dag_id)
+    return bag
+
+
+def _dag(dag_id: str) -> Any:
+    dag = _bag().get_dag(dag_id)
     if dag is None:
         raise RuntimeError(f"no DAG {dag_id!r} in {DAGS_FOLDER}")
     return dag

@@ -170,6 +170,12 @@ class Stack:
         offsets = response.json()["offsets"]
         return int(offsets[0]["offset"]["position"]) if offsets else 0
 
+    def wait_published(self, what: str) -> None:
+        """Wait until the source has committed the whole of ``orders.jsonl``: every line
+        is in the topic (its offsets are committed only after the producer's flush)."""
+        size = self.orders_file.stat().st_size
+        wait_for(lambda: self.source_position() == size, f"{SOURCE} to publish {what}")
+
     def stop(self) -> list[str]:
         """Stop the worker (SIGTERM), then the broker; lines saying how it went."""
         said = []

@@ -108,8 +108,7 @@ class Story:
         self.say(f"  wrote {len(lines)} order events to {self.stack.orders_file} "
                  f"(line {POISON_LINE} is cut short: not JSON)")
         self.stack.create_connectors()
-        size = self.stack.orders_file.stat().st_size
-        wait_for(lambda: self.stack.source_position() == size, f"{SOURCE} to publish the file")
+        self.stack.wait_published("the file")
         state = self.stack.status(SOURCE)["connector"]["state"]
         self.say(f"  {SOURCE}: {state}, published {len(lines)} records to {TOPIC!r}")
         status = wait_for(lambda: self._failed_task(ARCHIVE), f"{ARCHIVE} to reach the poison")
@@ -183,8 +182,7 @@ class Story:
             result = airflow_runs.run_dag("kafka_connect_replay_source", conf={
                 "connector": SOURCE, "action": "alter", "offsets": offsets})
         self._expect(result, "kafka_connect_replay_source")
-        size = self.stack.orders_file.stat().st_size
-        wait_for(lambda: self.stack.source_position() == size, f"{SOURCE} to replay")
+        self.stack.wait_published("the replayed lines")
         before = result.returned["replay"]["before"][0]["offset"]["position"]
         self.say(f"  replay: stop → position {before} → {position} → resume; "
                  f"{FIRST_ORDERS - REPLAY_FROM + 1} records published again")
@@ -192,21 +190,19 @@ class Story:
         self._pipeline(FIRST_RUN + datetime.timedelta(hours=1), "second run")
 
     def _rerun(self, first: dict[str, Any]) -> None:
-        from dags.pipelines.orders_job import read_output
+        from dags.pipelines.orders_job import read_output, same_output
 
         self.say(f"\n[6/6] {LATE_ORDERS} late orders arrive; then the first run is re-run")
         late = order_lines(FIRST_ORDERS + 1, LATE_ORDERS)
         with self.stack.orders_file.open("a", encoding="utf-8") as handle:
             handle.write("".join(f"{line}\n" for line in late))
-        size = self.stack.orders_file.stat().st_size
-        wait_for(lambda: self.stack.source_position() == size, f"{SOURCE} to publish them")
+        self.stack.wait_published("the late orders")
         self.say(f"  {SOURCE} published them: the topic now holds "
                  f"{FIRST_ORDERS + (FIRST_ORDERS - REPLAY_FROM + 1) + LATE_ORDERS} records")
         written = read_output(first["output"])
         again = self._pipeline(FIRST_RUN, "first run, cleared and re-run")
-        table, metadata = read_output(again["output"])
-        same = table.equals(written[0], check_metadata=True) and metadata == written[1]
-        if not same or _offsets(again) != _offsets(first):
+        if not same_output(read_output(again["output"]), written) or (
+                _offsets(again) != _offsets(first)):
             raise AssertionError("the re-run read other records or wrote other output")
         self.say("    same range, same rows, schema and metadata as the first try: identical")
 

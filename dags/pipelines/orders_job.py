@@ -81,6 +81,13 @@ def read_output(totals: str | Path) -> tuple[Any, dict[bytes, bytes]]:
     return parquet.read(), dict(parquet.metadata.metadata or {})
 
 
+def same_output(first: tuple[Any, dict[bytes, bytes]],
+                second: tuple[Any, dict[bytes, bytes]]) -> bool:
+    """Whether two :func:`read_output` results hold the same rows and schema (metadata
+    included) and the same Parquet key-value metadata."""
+    return first[0].equals(second[0], check_metadata=True) and first[1] == second[1]
+
+
 def run(bootstrap_servers: str, topic: str, starting: str, ending: str,
         output: Path) -> dict[str, Any]:
     from pyspark.sql import SparkSession

@@ -29,7 +29,7 @@ from airflow_provider.testing import (
     task_states,
     xcom,
 )
-from dags.pipelines.orders_job import read_output
+from dags.pipelines.orders_job import read_output, same_output
 from tests.integration._rest_helpers import STRING_CONVERTER, path, read_values
 from tests.support import (
     NO_JAVA,
@@ -147,8 +147,7 @@ def test_orders_pipeline_reads_planned_ranges_and_reruns_identically(
     assert again.run_id == first.run_id
     assert task_states(again)["spark_orders"] == "success"
     assert xcom(again, "plan_offsets") == plan
-    table, metadata = read_output(totals)
-    assert table.equals(written[0], check_metadata=True) and metadata == written[1]
+    assert same_output(read_output(totals), written)
 
     # The next run reads only the new records.
     second = run_at(dag, FIRST_RUN + datetime.timedelta(hours=1))
@@ -231,11 +230,16 @@ def poisoned_sink(worker, kafka_admin, kafka_bootstrap: str, tmp_path: Path
     return name, topic, out
 
 
+def skip_poison_record(airflow_dag, connector: str, topic: str, poison_offset: int) -> Any:
+    return airflow_dag(RUNBOOKS, "kafka_connect_skip_poison_record").test(run_conf={
+        "connector": connector, "topic": topic, "partition": 0,
+        "poison_offset": poison_offset})
+
+
 def test_skip_poison_record_resumes_the_sink_after_it(worker, airflow_dag,
                                                       poisoned_sink) -> None:
     name, topic, out = poisoned_sink
-    dag_run = airflow_dag(RUNBOOKS, "kafka_connect_skip_poison_record").test(run_conf={
-        "connector": name, "topic": topic, "partition": 0, "poison_offset": 2})
+    dag_run = skip_poison_record(airflow_dag, name, topic, 2)
     assert task_states(dag_run) == {"check_position": "success",
                                     "skip_poison_record": "success"}
     assert xcom(dag_run, "check_position") == {"committed": 2, "records_skipped": 1}
@@ -252,8 +256,7 @@ def test_skip_poison_record_resumes_the_sink_after_it(worker, airflow_dag,
 def test_skip_poison_record_refuses_an_offset_already_passed(worker, airflow_dag,
                                                              poisoned_sink) -> None:
     name, topic, _ = poisoned_sink
-    dag_run = airflow_dag(RUNBOOKS, "kafka_connect_skip_poison_record").test(run_conf={
-        "connector": name, "topic": topic, "partition": 0, "poison_offset": 1})
+    dag_run = skip_poison_record(airflow_dag, name, topic, 1)
     assert task_states(dag_run) == {"check_position": "failed",
                                     "skip_poison_record": "upstream_failed"}
     # Nothing changed: still failed at the poison record, offset untouched.

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from worker.testing.process import WorkerProcess, WorkerStartError, write_properties
+from worker.testing import WorkerProcess, WorkerStartError, write_properties
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
