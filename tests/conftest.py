@@ -1,6 +1,6 @@
 """Suite-wide fixtures: one Kafka for the whole session, admin client, worker processes.
 
-Kafka (``DESIGN.md`` §5), first match wins:
+Kafka (``docs/architecture.md`` §6), first match wins:
 
 1. ``KAFKA_BOOTSTRAP_SERVERS`` set → that cluster (e.g. Apache Kafka from ``docker/``);
 2. a Docker engine answers → Apache Kafka (KRaft) through testcontainers' Kafka module
@@ -53,7 +53,7 @@ class KafkaCluster:
     """The Kafka the session runs against.
 
     ``kind`` is ``"env"`` (``KAFKA_BOOTSTRAP_SERVERS``), ``"testcontainers"`` or
-    ``"embedded"`` (Tansu: see DESIGN §5 for its deviations from Apache Kafka).
+    ``"embedded"`` (Tansu: see docs/architecture.md §6 for its deviations from Apache Kafka).
     """
 
     bootstrap_servers: str

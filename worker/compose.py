@@ -44,8 +44,9 @@ CLUSTER_ID_TIMEOUT_S = 30.0
 
 
 @dataclass
-class WorkerProcess:
-    """A built worker: ``start()`` starts the herder then serves REST; ``stop()`` reverses.
+class Connect:
+    """A built worker, named after Kafka's ``org.apache.kafka.connect.runtime.Connect``:
+    ``start()`` starts the herder then serves REST; ``stop()`` reverses.
 
     ``GET /health`` reports ``starting`` (503) until the worker is ready: at the end of
     ``start()``, or — with ``start(ready=False)``, as the CLI does — once ``mark_ready()``
@@ -124,7 +125,7 @@ def check_worker_converters(config: WorkerConfig, registry: PluginRegistry) -> N
 
 
 def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None = None
-                     ) -> WorkerProcess:
+                     ) -> Connect:
     registry = registry or builtin_registry()
     check_worker_converters(config, registry)
     cluster_id = kafka_cluster_id(config)
@@ -137,11 +138,11 @@ def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None =
     herder = StandaloneHerder(config, registry, worker, config_store, offset_store,
                               status_store, kafka_cluster_id=cluster_id, loggers=Loggers())
     server = RestServer(create_app(herder), config.listeners)
-    return WorkerProcess(config, herder, server)
+    return Connect(config, herder, server)
 
 
 def build_distributed(config: DistributedConfig, registry: PluginRegistry | None = None
-                      ) -> WorkerProcess:
+                      ) -> Connect:
     """A distributed worker: state in the internal topics, membership in ``group.id``."""
     registry = registry or builtin_registry()
     check_worker_converters(config, registry)
@@ -154,4 +155,4 @@ def build_distributed(config: DistributedConfig, registry: PluginRegistry | None
                                status_store, url=advertised_url(config),
                                kafka_cluster_id=cluster_id, loggers=Loggers())
     server = RestServer(create_app(herder), config.listeners)
-    return WorkerProcess(config, herder, server)
+    return Connect(config, herder, server)

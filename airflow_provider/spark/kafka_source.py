@@ -23,7 +23,7 @@ when the query starts. Topics matched by ``subscribePattern`` and partitions add
 are read from their earliest offset; a ``connector``'s topics are looked up once per query.
 
 End offsets come from the partition's high watermark, which the Tansu test broker counts
-in produce *batches* (DESIGN.md §5): there, ``latest`` is exact only when each produce
+in produce *batches* (docs/architecture.md §6): there, ``latest`` is exact only when each produce
 request held one record. The reader does not correct for it; against Apache Kafka it is
 exact.
 """

@@ -14,7 +14,7 @@ Record the exact ranges a job reads and re-read them later::
     read_kafka(spark, **{"kafka.bootstrap.servers": "kafka:9092", "subscribe": "orders",
                          "startingOffsets": starting, "endingOffsets": ending})
 
-**Test broker caveat** (DESIGN.md §5): ``latest`` comes from the partition's high
+**Test broker caveat** (docs/architecture.md §6): ``latest`` comes from the partition's high
 watermark. Tansu reports a watermark that counts produce *batches*, not records, so
 ``latest`` is a record offset there only when every produce request held one record.
 Against Apache Kafka it is exact. Nothing here corrects for it.

@@ -132,7 +132,8 @@ class Stack:
             # A group join on Tansu waits half the session timeout.
             "consumer.session.timeout.ms": 6000,
             # One record per produce request: Tansu's high watermark counts batches, and
-            # the pipeline reads up to the watermark (DESIGN.md §5). Not for Apache Kafka.
+            # the pipeline reads up to the watermark (docs/architecture.md §6).
+            # Not for Apache Kafka.
             "producer.batch.num.messages": 1,
         })
         # Own session: Ctrl-C reaches only the demo, which then stops the worker first.

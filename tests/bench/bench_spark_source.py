@@ -3,7 +3,7 @@
 N records (~200-byte JSON values, short keys, one header) are produced in batches to a
 topic of P partitions. The exact end offset of every partition is then found by consuming
 the topic once (untimed): on the Tansu test broker the high watermark counts produce
-batches, not records (DESIGN.md §5), so the reads below are given ``endingOffsets`` JSON
+batches, not records (docs/architecture.md §6), so the reads below are given ``endingOffsets`` JSON
 instead of ``latest``. Each round then times, on the same ranges:
 
 * **raw** — a plain confluent-kafka ``Consumer`` per partition, assigned at the range's

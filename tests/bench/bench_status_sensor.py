@@ -167,7 +167,7 @@ def bench_records(bootstrap: str, rounds: int, caught_up: CaughtUp) -> dict[str,
                                   config={"cleanup.policy": "compact"})])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all",
                          "partitioner": "murmur2_random"})
-    for i in range(HISTORY):  # one record per request (DESIGN §5)
+    for i in range(HISTORY):  # one record per request (docs/architecture.md §6)
         producer.produce(topic, key=f"status-task-other-{i % 10}-{i}".encode(),
                          value=status_value("RUNNING"))
         producer.flush(30)

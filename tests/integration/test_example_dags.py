@@ -46,7 +46,7 @@ RUNBOOKS = DAGS / "kafka_connect_offsets_runbook.py"
 PIPELINE = DAGS / "orders_pipeline.py"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 # One record per produce request: the Tansu test broker's high watermark counts batches,
-# and the pipeline plans its ranges up to the watermark (DESIGN.md §5).
+# and the pipeline plans its ranges up to the watermark (docs/architecture.md §6).
 WORKER_PROPS = {"key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER,
                 "producer.batch.num.messages": 1}
 FIRST_RUN = datetime.datetime(2026, 3, 1, 6, tzinfo=datetime.UTC)

@@ -1,8 +1,8 @@
 """KafkaBasedLog and the internal topics, against the session's Kafka.
 
 Records written here by hand go one per produce request (``batch.num.messages=1``):
-Tansu's high watermark counts batches (DESIGN §5), and a Java worker writes its internal
-records one at a time too. The raw-record helpers are shared with
+Tansu's high watermark counts batches (docs/architecture.md §6), and a Java worker writes
+its internal records one at a time too. The raw-record helpers are shared with
 ``test_kafka_store_formats``.
 """
 

@@ -1,6 +1,6 @@
 """Bad input to ``/connectors`` on a real worker: Kafka Connect 4.x status codes, the
 ``{"error_code", "message"}`` body with a message naming the problem, and no trace of the
-rejected request in storage (DESIGN.md §7).
+rejected request in storage (docs/architecture.md §8).
 
 One worker serves the module. It holds one healthy connector, ``baseline``; every test
 snapshots all stored configs and task configs before the bad request and compares after.

@@ -1,6 +1,6 @@
-"""A standalone worker's state survives a clean restart (DESIGN.md §4): connector configs,
-target states (PAUSED, STOPPED) and source offsets — a FileStreamSource does not re-send
-lines whose offsets were committed before the restart.
+"""A standalone worker's state survives a clean restart (docs/architecture.md §5):
+connector configs, target states (PAUSED, STOPPED) and source offsets — a
+FileStreamSource does not re-send lines whose offsets were committed before the restart.
 """
 
 from __future__ import annotations

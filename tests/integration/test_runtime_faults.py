@@ -1,5 +1,5 @@
 """Connector code that hangs or fails must not take down the worker, its REST API or its
-shutdown (DESIGN.md §3, §7)."""
+shutdown (docs/architecture.md §4, §8)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,8 @@ def topic_value(topic: str, connector: str) -> bytes:
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[str, bytes | None]]) -> None:
-    """One record per produce request (DESIGN §5), keyed like Java's partitioner does."""
+    """One record per produce request (docs/architecture.md §6), keyed like Java's
+    partitioner does."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
                          "partitioner": "murmur2_random"})
     errors: list[Any] = []

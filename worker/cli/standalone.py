@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from worker.compose import WorkerProcess, build_standalone
+from worker.compose import Connect, build_standalone
 from worker.config.properties import load_connector_config, load_properties
 from worker.config.worker_config import StandaloneConfig
 from worker.errors import ConnectError
@@ -84,7 +84,7 @@ def install_signal_handlers() -> threading.Event:
     return stopping
 
 
-def serve_until_stopped(process: WorkerProcess, stopping: threading.Event) -> int:
+def serve_until_stopped(process: Connect, stopping: threading.Event) -> int:
     # Everything built so far (modules, plugins, the app) lives as long as the process:
     # keep it out of the cyclic collector's full passes, which otherwise stall request
     # threads (p99 of GET /connectors/{c}/status: 40 ms -> 9 ms, docs/benchmarks.md).

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
+from worker import __version__
 from worker.config.worker_config import DistributedConfig
 from worker.errors import (
     AlreadyExistsError,
@@ -57,7 +58,7 @@ from worker.herder.protocol import (
 )
 from worker.herder.reconcile import Reconciler, TaskConfigs
 from worker.herder.task_config_sender import TaskConfigSender
-from worker.herder.threaded import REQUEST_TIMEOUT_S, VERSION, ThreadedHerder
+from worker.herder.threaded import REQUEST_TIMEOUT_S, ThreadedHerder
 from worker.plugins.registry import PluginRegistry
 from worker.runtime.loggers import Loggers
 from worker.runtime.worker import Worker
@@ -152,7 +153,7 @@ class DistributedHerder(ThreadedHerder):
             self.membership.stop()
 
     def server_info(self) -> ServerInfo:
-        return ServerInfo(VERSION, "unknown", self.kafka_cluster_id)
+        return ServerInfo(__version__, "unknown", self.kafka_cluster_id)
 
     def health(self) -> HealthStatus:
         if self._assignment is None:

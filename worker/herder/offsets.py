@@ -1,7 +1,7 @@
 """KIP-875 offsets: parse and validate request payloads, call the connector's hook, and
 word the answers exactly as Apache Kafka Connect does.
 
-A request is validated completely before anything is written (DESIGN §7), so these
+A request is validated completely before anything is written (docs/architecture.md §8), so these
 functions raise ``BadRequestError`` naming the offending entry and key, and never touch a
 store. Messages follow Kafka's ``SinkUtils.parseSinkConnectorOffsets``,
 ``OffsetUtils.validateFormat`` and ``Worker.completeModifyOffsetsCallback``; where Kafka

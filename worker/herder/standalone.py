@@ -17,12 +17,13 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
 
+from worker import __version__
 from worker.config.worker_config import WorkerConfig
 from worker.errors import AlreadyExistsError, NotFoundError
 from worker.herder.abstract import not_found
 from worker.herder.models import ConnectorInfo, ConnectorStateInfo, Created, ServerInfo
 from worker.herder.reconcile import Reconciler
-from worker.herder.threaded import REQUEST_TIMEOUT_S, VERSION, ThreadedHerder
+from worker.herder.threaded import REQUEST_TIMEOUT_S, ThreadedHerder
 from worker.plugins.registry import PluginRegistry
 from worker.runtime.loggers import Loggers
 from worker.runtime.worker import Worker
@@ -75,7 +76,7 @@ class StandaloneHerder(ThreadedHerder):
                 store.stop()
 
     def server_info(self) -> ServerInfo:
-        return ServerInfo(VERSION, "unknown", self.kafka_cluster_id)
+        return ServerInfo(__version__, "unknown", self.kafka_cluster_id)
 
     # --- writes --------------------------------------------------------------------------
 

@@ -38,7 +38,6 @@ T = TypeVar("T")
 REQUEST_TIMEOUT_S = 90.0
 #: Bound on a connector's KIP-875 ``alter_offsets`` hook (plugin code, on its own thread).
 ALTER_OFFSETS_HOOK_TIMEOUT_S = 30.0
-VERSION = "0.1.0"
 
 _Request = tuple[Callable[[], Any], Future[Any]] | None
 

@@ -17,8 +17,9 @@ Three gaps are closed here rather than papered over:
   to restore, and the connector would re-consume those partitions from
   ``auto.offset.reset`` (duplicates, not gaps, with Connect's default ``earliest``).
 * Apache Kafka refuses to delete a group with active members, and to alter its offsets;
-  Tansu, the test broker, deletes it anyway (DESIGN §5). So every write first checks the
-  group's membership with ``describe_consumer_groups`` and refuses with Kafka's message.
+  Tansu, the test broker, deletes it anyway (docs/architecture.md §6). So every write
+  first checks the group's membership with ``describe_consumer_groups`` and refuses with
+  Kafka's message.
 * librdkafka does not retry an admin request whose connection broke, and Tansu breaks the
   connection of the first request that touches a group after the group was deleted (a
   storage error in the broker). Such a request is sent once more through a new client;

@@ -1,6 +1,6 @@
 """Development and test helpers that ship with the package.
 
-:class:`EmbeddedBroker` runs the Tansu test broker (see ``DESIGN.md`` §5);
+:class:`EmbeddedBroker` runs the Tansu test broker (see ``docs/architecture.md`` §6);
 :class:`WorkerProcess` runs a ``connect-standalone`` / ``connect-distributed`` worker as a
 subprocess the way users run it. Both serve the demos and the test suite.
 """

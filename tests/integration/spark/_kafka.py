@@ -1,7 +1,7 @@
 """Producing test records for the Spark integration tests.
 
 Each record is its own produce request (``flush()`` after each): the Tansu test broker's
-high watermark counts batches, not records (DESIGN.md §5), and ``latest`` offsets come
+high watermark counts batches, not records (docs/architecture.md §6), and ``latest`` offsets come
 from the watermark — one record per batch keeps the two equal.
 """
 

@@ -38,7 +38,8 @@ def test_connector_name_selects_its_topics(
     wait_for_connector_state(worker.client, name, "RUNNING", "RUNNING")
 
     # One line at a time, each in Kafka before the next: one record per produce request,
-    # so the Tansu test broker's watermark-based "latest" is a record offset (DESIGN §5).
+    # so the Tansu test broker's watermark-based "latest" is a record offset
+    # (docs/architecture.md §6).
     for count, line in enumerate(LINES, start=1):
         with source.open("a", encoding="utf-8") as out:
             out.write(line + "\n")

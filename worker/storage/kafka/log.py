@@ -7,7 +7,7 @@ store's ``on_record``. ``read_to_end`` waits until every record up to the end of
 of the call has been handed over, which is how a store makes its own writes (and those of
 other workers) visible before answering.
 
-Tansu's high watermark counts *batches*, not records (``DESIGN.md`` §5), so the producer
+Tansu's high watermark counts *batches*, not records (``docs/architecture.md`` §6), so the producer
 puts exactly one record in each batch (``batch.num.messages=1``, harmless on Apache
 Kafka); end offsets then stay exact for everything this log writes.
 """
