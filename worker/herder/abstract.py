@@ -293,15 +293,16 @@ def _config_infos(name: str, base_def: ConfigDef, base_values: dict[str, ConfigV
                   raw: Mapping[str, str]) -> ConfigInfos:
     keys = {**own_def.keys, **base_def.keys}
     merged: dict[str, ConfigValue] = dict(base_values)
-    for key, value in own_values.items():
-        if key in merged:
-            merged[key].errors.extend(e for e in value.errors if e not in merged[key].errors)
+    for value_name, value in own_values.items():
+        if value_name in merged:
+            known = merged[value_name].errors
+            known.extend(e for e in value.errors if e not in known)
         else:
-            merged[key] = value
+            merged[value_name] = value
     groups: list[str] = []
-    for key in [*base_def.keys.values(), *own_def.keys.values()]:
-        if key.group and key.group not in groups:
-            groups.append(key.group)
+    for defined in [*base_def.keys.values(), *own_def.keys.values()]:
+        if defined.group and defined.group not in groups:
+            groups.append(defined.group)
     configs: list[ConfigInfo] = []
     for key_name, value in merged.items():
         key = keys.get(key_name)

@@ -6,7 +6,8 @@ herder thread loops: drive the group (join, heartbeats run on their own thread),
 new assignment, react to config-topic updates, run queued requests, reconcile.
 
 * Reads are answered by any worker from its own view of the topics.
-* Writes run on the leader (exactly one config-topic writer); a follower raises
+* Writes (the operations are ``ThreadedHerder``'s; ``_write`` says how this herder carries
+  them out) run on the leader (exactly one config-topic writer); a follower raises
   ``NotLeaderError`` carrying the leader's URL and REST forwards the request (``?forward=``
   as in Kafka). While a rebalance is under way a write waits up to ``REBALANCE_WAIT_S``,
   then answers 409 with Kafka's message.
@@ -23,16 +24,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TypeVar
 
-from worker import __version__
 from worker.config.worker_config import DistributedConfig
 from worker.errors import (
-    AlreadyExistsError,
     ConnectError,
     NotAssignedError,
-    NotFoundError,
     NotLeaderError,
     RebalanceNeededError,
 )
@@ -42,13 +40,10 @@ from worker.herder.group_leader import GroupLeader
 from worker.herder.health import starting
 from worker.herder.membership import GroupMembership
 from worker.herder.models import (
-    ConnectorInfo,
     ConnectorOffset,
     ConnectorStateInfo,
-    Created,
     HealthStatus,
     Message,
-    ServerInfo,
 )
 from worker.herder.protocol import (
     CONFIG_MISMATCH,
@@ -62,7 +57,7 @@ from worker.herder.threaded import REQUEST_TIMEOUT_S, ThreadedHerder
 from worker.plugins.registry import PluginRegistry
 from worker.runtime.loggers import Loggers
 from worker.runtime.worker import Worker
-from worker.storage.base import State, TargetState, TaskId
+from worker.storage.base import TargetState, TaskId
 from worker.storage.kafka import (
     ConfigUpdate,
     KafkaConfigBackingStore,
@@ -151,9 +146,6 @@ class DistributedHerder(ThreadedHerder):
             self._stable.clear()
             self._reconciler.stop_all()  # before leaving: no task runs outside the group
             self.membership.stop()
-
-    def server_info(self) -> ServerInfo:
-        return ServerInfo(__version__, "unknown", self.kafka_cluster_id)
 
     def health(self) -> HealthStatus:
         if self._assignment is None:
@@ -301,6 +293,8 @@ class DistributedHerder(ThreadedHerder):
         assignment = self._assignment
         return assignment is not None and assignment.leader == self._member_id
 
+    # --- how a write is carried out ---------------------------------------------------------
+
     def _require_leader(self) -> None:
         """Herder thread: raise unless this worker is the leader of a stable group."""
         if self._assignment is None or not self.membership.stable:
@@ -324,12 +318,18 @@ class DistributedHerder(ThreadedHerder):
                     raise
                 time.sleep(TICK_S)  # the herder thread clears _stable on its next tick
 
-    def _leader_call(self, fn: Callable[[], T]) -> T:
+    def _write(self, fn: Callable[[], T]) -> T:
         """Run a write on the herder thread, as the leader of a stable group."""
         def checked() -> T:
             self._require_leader()
             return fn()
         return self._when_stable(lambda: self._call(checked))
+
+    def _store_target_state(self, name: str, target: TargetState) -> None:
+        if target is TargetState.STOPPED:
+            # KIP-875: publish an empty task set, then the target state (Kafka's order).
+            self.config_store.put_task_configs(name, [])
+        super()._store_target_state(name, target)
 
     def _check_offsets_write(self) -> None:
         """KIP-875 in a cluster: offsets change on the leader of a stable group only."""
@@ -337,73 +337,11 @@ class DistributedHerder(ThreadedHerder):
 
     # A rebalance starting mid-request retries it: the connector's alter_offsets hook may
     # then be asked twice (it must not have side effects, as in Kafka's contract).
-    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> Message:
+    def _modify_offsets(self, name: str, requested: list[ConnectorOffset] | None) -> Message:
         return self._when_stable(lambda: super(DistributedHerder, self)
-                                 .alter_connector_offsets(name, offsets))
+                                 ._modify_offsets(name, requested))
 
-    def reset_connector_offsets(self, name: str) -> Message:
-        return self._when_stable(lambda: super(DistributedHerder, self)
-                                 .reset_connector_offsets(name))
-
-    # --- writes ------------------------------------------------------------------------------
-
-    def put_connector_config(self, name: str, config: Mapping[str, str], *,
-                             allow_replace: bool,
-                             initial_state: TargetState | None = None) -> Created:
-        config = {**config, "name": name}
-        if self.config_store.snapshot().contains(name) and not allow_replace:
-            raise AlreadyExistsError(f"Connector {name} already exists")
-        self.validate_or_raise(config)
-
-        def write() -> Created:
-            created = not self.config_store.snapshot().contains(name)
-            if not created and not allow_replace:
-                raise AlreadyExistsError(f"Connector {name} already exists")
-            self.config_store.put_connector_config(
-                name, config, (initial_state or TargetState.STARTED) if created else None)
-            return Created(created, self.connector_info(name))
-        result: Created = self._leader_call(write)
-        return result
-
-    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
-                               ) -> ConnectorInfo:
-        current = self.connector_config(name)
-        merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
-        merged["name"] = name
-        self.validate_or_raise(merged)
-
-        def write() -> ConnectorInfo:
-            self._snapshot_with(name)
-            self.config_store.put_connector_config(name, merged)
-            return self.connector_info(name)
-        info: ConnectorInfo = self._leader_call(write)
-        return info
-
-    def delete_connector(self, name: str) -> None:
-        def write() -> None:
-            self._snapshot_with(name)
-            self.config_store.remove_connector_config(name)
-        self._leader_call(write)
-
-    def pause_connector(self, name: str) -> None:
-        self._set_target(name, TargetState.PAUSED)
-
-    def resume_connector(self, name: str) -> None:
-        self._set_target(name, TargetState.STARTED)
-
-    def stop_connector(self, name: str) -> None:
-        def write() -> None:
-            self._snapshot_with(name)
-            # KIP-875: publish an empty task set, then the target state (Kafka's order).
-            self.config_store.put_task_configs(name, [])
-            self.config_store.put_target_state(name, TargetState.STOPPED)
-        self._leader_call(write)
-
-    def _set_target(self, name: str, target: TargetState) -> None:
-        def write() -> None:
-            self._snapshot_with(name)
-            self.config_store.put_target_state(name, target)
-        self._leader_call(write)
+    # --- task configs -------------------------------------------------------------------------
 
     def put_task_configs(self, name: str, configs: TaskConfigs) -> None:
         """Task configs computed by the worker running the connector (leader writes)."""
@@ -411,7 +349,7 @@ class DistributedHerder(ThreadedHerder):
             snapshot = self._snapshot_with(name)
             if snapshot.tasks(name) != configs:
                 self.config_store.put_task_configs(name, configs)
-        self._leader_call(write)
+        self._write(write)
 
     def _publish_task_configs(self, name: str, configs: TaskConfigs) -> None:
         """Reconciler hook (herder thread): the leader writes, a follower forwards."""
@@ -422,27 +360,15 @@ class DistributedHerder(ThreadedHerder):
 
     # --- restarts ----------------------------------------------------------------------------
 
-    def restart_connector(self, name: str, *, include_tasks: bool = False,
-                          only_failed: bool = False) -> ConnectorStateInfo | None:
-        if not include_tasks and not only_failed:
-            self._call(lambda: self._restart_here(name, None))
-            return None
+    def _restart_connector_and_tasks(self, name: str, include_tasks: bool,
+                                     only_failed: bool) -> ConnectorStateInfo:
+        # Through the config topic: each worker restarts what it runs (_apply_restart).
+        self.kafka_config_store.put_restart_request(name, include_tasks, only_failed)
+        return cluster_view.restart_plan(self.connector_status(name), include_tasks,
+                                         only_failed)
 
-        def write() -> ConnectorStateInfo:
-            self._snapshot_with(name)
-            self.kafka_config_store.put_restart_request(name, include_tasks, only_failed)
-            return cluster_view.restart_plan(self.connector_status(name), include_tasks,
-                                             only_failed)
-        plan: ConnectorStateInfo = self._leader_call(write)
-        return plan
-
-    def restart_task(self, task: TaskId) -> None:
-        self._call(lambda: self._restart_here(task.connector, task))
-
-    def _restart_here(self, name: str, task: TaskId | None) -> None:
-        snapshot = self._snapshot_with(name)
-        if task is not None and not 0 <= task.task < len(snapshot.tasks(name)):
-            raise NotFoundError(f"Task {name}-{task.task} not found")
+    def _check_assigned(self, name: str, task: TaskId | None) -> None:
+        """A plain restart runs on the owner only (REST forwards it there)."""
         owned = self._owns_task(task) if task is not None else self._owns_connector(name)
         if not owned:
             assignment = self._assignment
@@ -451,28 +377,14 @@ class DistributedHerder(ThreadedHerder):
             what = f"task {name}-{task.task}" if task is not None else f"connector {name}"
             raise NotAssignedError(f"Cannot restart {what} since it is not assigned to this "
                                    "member", owner)
-        if task is not None:
-            self._reconciler.restart_tasks.add(task)
-        else:
-            self._reconciler.restart_connectors.add(name)
-        self._reconciler.reconcile()
 
     def _apply_restart(self, name: str, include_tasks: bool, only_failed: bool) -> None:
         """A restart request read from the config topic: restart what runs here."""
         if not self.config_store.snapshot().contains(name):
             return
-        if self._owns_connector(name):
-            status = self.status_store.get_connector(name)
-            if not only_failed or (status is not None and status.state is State.FAILED):
-                self._reconciler.restart_connectors.add(name)
-                self.worker.status.connector(name, State.RESTARTING)
-        if include_tasks:
-            for task_id in self.worker.task_ids(name):
-                status_t = self.status_store.get_task(task_id)
-                if not only_failed or (status_t is not None
-                                       and status_t.state is State.FAILED):
-                    self._reconciler.restart_tasks.add(task_id)
-                    self.worker.status.task(task_id, State.RESTARTING)
+        tasks = ({t: self.status_store.get_task(t) for t in self.worker.task_ids(name)}
+                 if include_tasks else {})
+        self._queue_restarts(name, self._owns_connector(name), tasks, only_failed)
 
     # --- KIP-558 ---------------------------------------------------------------------------
 

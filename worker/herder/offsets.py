@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from worker.api.connector import Connector, SinkConnector, SourceConnector, TopicPartition
@@ -168,7 +168,8 @@ def _check_primitive_values(data: Mapping[str, Any], where: str) -> None:
                                   f"finite number, not {value}")
 
 
-def source_offsets_entity(stored: SourceOffsets) -> ConnectorOffsets:
+def source_offsets_entity(stored: Sequence[tuple[dict[str, Any], dict[str, Any] | None]]
+                          ) -> ConnectorOffsets:
     """Stored source offsets as KIP-875 entries, in a stable order (by partition JSON)."""
     return ConnectorOffsets([ConnectorOffset(p, o) for p, o in
                              sorted(stored, key=lambda item: partition_key(item[0]))])

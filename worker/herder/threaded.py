@@ -1,10 +1,17 @@
-"""What the standalone and distributed herders share: a herder thread and a worker.
+"""What the standalone and distributed herders share: a herder thread, a worker, and
+every write operation.
 
 Every write runs on the single herder thread (a request queue, as in Kafka's herders), so
 writes are serialised without locks, and connector code never runs on a REST thread:
-connector calls go to the connector's own thread and come back as futures. The KIP-875
-offset operations live here too: both herders validate, ask the connector's hook and write
-the same way; the distributed herder adds its leader check in ``_check_offsets_write``.
+connector calls go to the connector's own thread and come back as futures.
+
+Each write operation (config put and patch, delete, pause/resume/stop, restarts, KIP-875
+offsets) is defined once here, as Kafka's AbstractHerder defines pause and resume once and
+patches through the put path. A herder supplies only *how* a write is carried out
+(``_write``, ``_config_write``: standalone runs it on the herder thread and reconciles,
+distributed runs it on the leader of a stable group) and the few genuine differences as
+hooks (``_store_target_state``, ``_restart_connector_and_tasks``, ``_check_assigned``,
+``_check_offsets_write``).
 """
 
 from __future__ import annotations
@@ -12,24 +19,40 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from worker import __version__
 from worker.config.worker_config import WorkerConfig
-from worker.errors import ConflictError, ConnectError
+from worker.errors import AlreadyExistsError, ConflictError, ConnectError, NotFoundError
 from worker.herder import offsets as offsets_api
-from worker.herder.abstract import AbstractHerder
-from worker.herder.models import ConnectorOffset, ConnectorOffsets, ConnectorType, Message
+from worker.herder.abstract import AbstractHerder, not_found
+from worker.herder.models import (
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorOffsets,
+    ConnectorStateInfo,
+    ConnectorType,
+    Created,
+    Message,
+    ServerInfo,
+)
+from worker.herder.reconcile import Reconciler
 from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry
 from worker.runtime.loggers import Loggers
 from worker.runtime.sink_offsets import SinkGroupOffsets, open_sink_offsets
 from worker.runtime.worker import Worker
 from worker.storage.base import (
     ConfigBackingStore,
+    ConnectorStatus,
     OffsetBackingStore,
+    State,
     StatusBackingStore,
     TargetState,
+    TaskId,
+    TaskStatus,
 )
 
 log = logging.getLogger(__name__)
@@ -43,6 +66,10 @@ _Request = tuple[Callable[[], Any], Future[Any]] | None
 
 
 class ThreadedHerder(AbstractHerder):
+    #: Starts, stops and restarts what this worker runs; built by the subclass, which says
+    #: what this worker owns and how task configs are published.
+    _reconciler: Reconciler
+
     def __init__(self, config: WorkerConfig, registry: PluginRegistry, worker: Worker,
                  config_store: ConfigBackingStore, offset_store: OffsetBackingStore,
                  status_store: StatusBackingStore, kafka_cluster_id: str | None = None,
@@ -62,8 +89,151 @@ class ThreadedHerder(AbstractHerder):
         while self._run_requests(None):
             pass
 
+    def server_info(self) -> ServerInfo:
+        return ServerInfo(__version__, "unknown", self.kafka_cluster_id)
+
+    # --- how a write is carried out: the subclass's part ------------------------------------
+
+    @abstractmethod
+    def _write(self, fn: Callable[[], T]) -> T:
+        """Carry out ``fn``, which checks and writes the config store, as this herder's
+        writes are: on the herder thread, where the store may be written (standalone: then
+        reconcile; distributed: only as the leader of a stable group, else NotLeaderError
+        or, after ``REBALANCE_WAIT_S``, RebalanceNeededError). Returns what ``fn`` returns;
+        raises what it raises."""
+
+    def _config_write(self, name: str, store: Callable[[], bool]) -> Created:
+        """Carry out ``store``, which writes the connector config of ``name`` and says
+        whether that created the connector, as a write; answer with the connector as the
+        write left it. A herder whose answer must wait for the task configs overrides this.
+        """
+        return self._write(lambda: Created(store(), self.connector_info(name)))
+
+    def _store_target_state(self, name: str, target: TargetState) -> None:
+        """Herder thread, inside a write: store the target state of ``name``."""
+        self.config_store.put_target_state(name, target)
+
+    @abstractmethod
+    def _restart_connector_and_tasks(self, name: str, include_tasks: bool,
+                                     only_failed: bool) -> ConnectorStateInfo:
+        """Herder thread, inside a write, ``name`` exists: have the connector and (per the
+        flags) its tasks restarted; return the state as REST answers it (202)."""
+
+    def _check_assigned(self, name: str, task: TaskId | None) -> None:
+        """Herder thread: raise if connector ``name`` (``task`` None) or ``task`` does not
+        run on this worker, so that it cannot be restarted here. By default everything
+        runs here (one worker is the whole cluster)."""
+
     def _check_offsets_write(self) -> None:
         """Raise if this worker may not modify offsets now (herder thread)."""
+
+    # --- writes: each defined once --------------------------------------------------------
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], *,
+                             allow_replace: bool,
+                             initial_state: TargetState | None = None) -> Created:
+        return self._put_config(name, config, allow_replace=allow_replace,
+                                initial_state=initial_state)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
+                               ) -> ConnectorInfo:
+        current = self.connector_config(name)
+        patched = {k: v for k, v in {**current, **patch}.items() if v is not None}
+        # Through the put path (Kafka: ConnectUtils.patchConfig, then putConnectorConfig),
+        # but a patch never creates: a connector deleted meanwhile stays NotFound.
+        return self._put_config(name, patched, allow_replace=True, allow_create=False).info
+
+    def _put_config(self, name: str, config: Mapping[str, str], *, allow_replace: bool,
+                    allow_create: bool = True, initial_state: TargetState | None = None
+                    ) -> Created:
+        """Validate, then write ``config`` as the config of ``name``. The existence rule is
+        checked before validating (fail fast) and again in the write (the store may have
+        changed while the connector's ``validate`` ran)."""
+        config = {**config, "name": name}
+        self._check_exists(name, allow_replace, allow_create)
+        self.validate_or_raise(config)
+
+        def store() -> bool:
+            created = self._check_exists(name, allow_replace, allow_create)
+            self.config_store.put_connector_config(
+                name, config, (initial_state or TargetState.STARTED) if created else None)
+            return created
+        return self._config_write(name, store)
+
+    def _check_exists(self, name: str, allow_replace: bool, allow_create: bool) -> bool:
+        """Whether writing ``name`` creates it. Raises AlreadyExistsError (exists, no
+        ``allow_replace``) or NotFoundError (absent, no ``allow_create``)."""
+        exists = self.config_store.snapshot().contains(name)
+        if exists and not allow_replace:
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        if not exists and not allow_create:
+            raise not_found(name)
+        return not exists
+
+    def delete_connector(self, name: str) -> None:
+        def delete() -> None:
+            self._snapshot_with(name)
+            self.config_store.remove_connector_config(name)
+        self._write(delete)
+
+    def pause_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STARTED)
+
+    def stop_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STOPPED)
+
+    def _set_target(self, name: str, target: TargetState) -> None:
+        def set_target() -> None:
+            self._snapshot_with(name)
+            self._store_target_state(name, target)
+        self._write(set_target)
+
+    # --- restarts ---------------------------------------------------------------------------
+
+    def restart_connector(self, name: str, *, include_tasks: bool = False,
+                          only_failed: bool = False) -> ConnectorStateInfo | None:
+        if not include_tasks and not only_failed:
+            # A plain restart is no config write: the worker running the connector does it.
+            self._call(lambda: self._restart_here(name, None))
+            return None
+
+        def restart() -> ConnectorStateInfo:
+            self._snapshot_with(name)
+            return self._restart_connector_and_tasks(name, include_tasks, only_failed)
+        return self._write(restart)
+
+    def restart_task(self, task: TaskId) -> None:
+        self._call(lambda: self._restart_here(task.connector, task))
+
+    def _restart_here(self, name: str, task: TaskId | None) -> None:
+        """Herder thread: restart connector ``name`` (``task`` None) or ``task`` now.
+        Raises NotFoundError, or what ``_check_assigned`` raises."""
+        snapshot = self._snapshot_with(name)
+        if task is not None and not 0 <= task.task < len(snapshot.tasks(name)):
+            raise NotFoundError(f"Task {name}-{task.task} not found")
+        self._check_assigned(name, task)
+        if task is not None:
+            self._reconciler.restart_tasks.add(task)
+        else:
+            self._reconciler.restart_connectors.add(name)
+        self._reconciler.reconcile()
+
+    def _queue_restarts(self, name: str, connector: bool,
+                        tasks: Mapping[TaskId, TaskStatus | None], only_failed: bool) -> None:
+        """Herder thread: have the next reconcile restart the connector ``name`` (if
+        ``connector``) and ``tasks`` (given with their statuses), with ``only_failed`` only
+        those that FAILED; they show RESTARTING until they run again (Kafka's RestartPlan).
+        """
+        if connector and _restarts(self.status_store.get_connector(name), only_failed):
+            self._reconciler.restart_connectors.add(name)
+            self.worker.status.connector(name, State.RESTARTING)
+        for task, status in tasks.items():
+            if _restarts(status, only_failed):
+                self._reconciler.restart_tasks.add(task)
+                self.worker.status.task(task, State.RESTARTING)
 
     # --- KIP-875 offsets -------------------------------------------------------------------
 
@@ -118,8 +288,9 @@ class ThreadedHerder(AbstractHerder):
                               requested: list[ConnectorOffset] | None
                               ) -> tuple[offsets_api.SourceOffsets, Callable[[], None]]:
         """Validate; the offsets the hook sees and the write to run once it agreed."""
-        targets = (offsets_api.parse_source_offsets(requested) if requested is not None
-                   else [(p, None) for p, _ in self.offset_store.get_all(name)])
+        targets: offsets_api.SourceOffsets = (
+            offsets_api.parse_source_offsets(requested) if requested is not None
+            else [(p, None) for p, _ in self.offset_store.get_all(name)])
 
         def write() -> None:
             if targets:  # a reset of a connector without stored offsets writes nothing
@@ -181,9 +352,7 @@ class ThreadedHerder(AbstractHerder):
     def _submit(self, fn: Callable[[], Any]) -> None:
         """Queue work for the herder thread without waiting (from any thread)."""
         future: Future[Any] = Future()
-        # Nobody waits on this future: log a failure rather than lose it.
-        future.add_done_callback(lambda f: f.exception() and log.error(
-            "Herder background work failed", exc_info=f.exception()))
+        future.add_done_callback(_log_failure)
         self._requests.put((fn, future))
 
     def _run_requests(self, timeout_s: float | None) -> bool:
@@ -205,3 +374,15 @@ class ThreadedHerder(AbstractHerder):
                 item = self._requests.get_nowait()
             except queue.Empty:
                 return True
+
+
+def _restarts(status: ConnectorStatus | TaskStatus | None, only_failed: bool) -> bool:
+    """Whether a restart request with ``only_failed`` restarts what has ``status``."""
+    return not only_failed or (status is not None and status.state is State.FAILED)
+
+
+def _log_failure(future: Future[Any]) -> None:
+    """Done callback of background work: nobody waits on it, so log a failure, not lose it."""
+    exc = future.exception()
+    if exc is not None:
+        log.error("Herder background work failed", exc_info=exc)

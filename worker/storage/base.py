@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -110,7 +110,7 @@ class ConfigBackingStore(ABC):
         """Remove the connector's config, task configs and target state."""
 
     @abstractmethod
-    def put_task_configs(self, connector: str, configs: list[Mapping[str, str]]) -> None:
+    def put_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> None:
         """Replace all task configs of a connector (an empty list = no tasks, e.g. STOPPED)."""
 
     @abstractmethod

@@ -13,7 +13,7 @@ a writer was writing does not cache what it read.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from worker.storage.base import (
     ClusterConfigState,
@@ -74,7 +74,7 @@ class CachedConfigBackingStore(ConfigBackingStore):
         finally:
             self._invalidate()
 
-    def put_task_configs(self, connector: str, configs: list[Mapping[str, str]]) -> None:
+    def put_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> None:
         try:
             self._inner.put_task_configs(connector, configs)
         finally:

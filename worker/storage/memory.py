@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from worker.api.task import partition_key
@@ -59,7 +59,7 @@ class MemoryConfigBackingStore(ConfigBackingStore):
             self._state.task_configs.pop(connector, None)
             self._state.target_states.pop(connector, None)
 
-    def put_task_configs(self, connector: str, configs: list[Mapping[str, str]]) -> None:
+    def put_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> None:
         copied = [dict(c) for c in configs]
         with self._lock:
             # No tasks and "never had tasks" look the same in every backend (the SQL one

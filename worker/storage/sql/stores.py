@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Row, delete, select
@@ -91,7 +91,7 @@ class SqlConfigBackingStore(_SqlStore, ConfigBackingStore):
             for table in (schema.connector_configs, schema.task_configs, schema.target_states):
                 conn.execute(delete(table).where(table.c.connector == connector))
 
-    def put_task_configs(self, connector: str, configs: list[Mapping[str, str]]) -> None:
+    def put_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> None:
         rows = [{"connector": connector, "task": index, "config": _dumps(c, "task config")}
                 for index, c in enumerate(configs)]
         tasks = schema.task_configs

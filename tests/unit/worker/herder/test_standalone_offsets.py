@@ -11,20 +11,15 @@ from typing import Any
 
 import pytest
 
+from tests.unit.worker.herder.conftest import new_standalone_herder
 from worker.api.connector import TopicPartition
 from worker.config.worker_config import WorkerConfig
 from worker.connectors.generator import SequenceGeneratorConnector
 from worker.errors import BadRequestError, ConflictError, ConnectError, NotFoundError
 from worker.herder.models import ConnectorOffset
 from worker.herder.standalone import StandaloneHerder
-from worker.plugins.registry import PluginType, builtin_registry
-from worker.runtime.worker import Worker
+from worker.plugins.registry import PluginType
 from worker.storage.base import TargetState
-from worker.storage.memory import (
-    MemoryConfigBackingStore,
-    MemoryOffsetBackingStore,
-    MemoryStatusBackingStore,
-)
 
 GENERATOR = {"connector.class": "SequenceGenerator", "topic": "t", "tasks.max": "2"}
 SINK = {"connector.class": "FileStreamSink", "topics": "orders"}
@@ -65,13 +60,7 @@ def group() -> FakeGroup:
 
 @pytest.fixture
 def herder(group: FakeGroup) -> Iterator[StandaloneHerder]:
-    config = WorkerConfig({"bootstrap.servers": "127.0.0.1:1"})
-    offset_store = MemoryOffsetBackingStore()
-    status_store = MemoryStatusBackingStore()
-    registry = builtin_registry()
-    worker = Worker("w:8083", config, registry, offset_store, status_store)
-    herder = StandaloneHerder(config, registry, worker, MemoryConfigBackingStore(),
-                              offset_store, status_store)
+    herder = new_standalone_herder()
 
     def open_group(_config: WorkerConfig, name: str, connector_config: Mapping[str, str]
                    ) -> Any:
