@@ -117,9 +117,12 @@ class Created:
 @dataclass(frozen=True)
 class ConnectorOffset:
     """KIP-875: one partition's offset. Sources: the connector's own partition/offset maps;
-    sinks: ``{"kafka_topic", "kafka_partition"}`` / ``{"kafka_offset"}``. None = reset."""
+    sinks: ``{"kafka_topic", "kafka_partition"}`` / ``{"kafka_offset"}``. None = reset.
 
-    partition: dict[str, Any]
+    ``partition`` is None only in an alter request that left it out or null: the herder
+    answers that with Kafka's 400, so it travels this far."""
+
+    partition: dict[str, Any] | None
     offset: dict[str, Any] | None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,6 +17,7 @@ from worker.errors import RequestTargetError
 from worker.herder.base import Herder
 from worker.rest.errors import install_error_handlers
 from worker.rest.forward import BodyCacheMiddleware, forward_request
+from worker.rest.openapi import remove_validation_errors
 from worker.rest.routes import (
     connector_offsets,
     connector_plugins,
@@ -28,6 +30,17 @@ from worker.rest.routes import (
 log = logging.getLogger("worker.rest")
 
 TITLE = "Kafka Connect REST API (connect-plane)"
+
+
+class ConnectAPI(FastAPI):
+    """The FastAPI app, with an OpenAPI document that lists no 422 (see
+    ``worker.rest.openapi``)."""
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            # FastAPI builds the document once and caches it; trim it before anyone reads.
+            remove_validation_errors(super().openapi())
+        return super().openapi()
 
 
 class TrailingSlashMiddleware:
@@ -78,7 +91,7 @@ class RequestLogMiddleware:
 
 def create_app(herder: Herder) -> FastAPI:
     """The REST application for ``herder``: Connect's resources, errors and OpenAPI."""
-    app = FastAPI(
+    app = ConnectAPI(
         title=TITLE,
         description="Apache Kafka Connect 4.x compatible REST API served by connect-plane.",
         # Connect matches "/connectors/" and "/connectors" alike; see TrailingSlashMiddleware.

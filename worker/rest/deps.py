@@ -1,11 +1,12 @@
-"""FastAPI dependencies shared by the routers: the herder, and Connect's query flags."""
+"""FastAPI dependencies shared by the routers: the herder, and Connect's query flags.
+
+Handlers that call the herder are plain functions; the routers' route class
+(``worker.rest.routing.ConnectRoute``) runs them off the event loop.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Callable, Coroutine
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated
 
 from fastapi import Depends, Request
 
@@ -20,24 +21,6 @@ async def get_herder(request: Request) -> Herder:
     """
     herder: Herder = request.app.state.herder
     return herder
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def blocking(handler: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Run a handler that calls the herder (which may block) on the REST thread pool.
-
-    Handlers stay plain functions; FastAPI sees an ``async`` endpoint with the same
-    signature and awaits it on the event loop, which never blocks. The hop goes through the
-    loop's default executor, which ``RestServer`` sets to its ``DaemonThreadPool``.
-    """
-    @functools.wraps(handler)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        call = functools.partial(handler, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(None, call)
-    return run
 
 
 #: Inject the herder into a handler: ``def handler(herder: HerderDep) -> ...``.

@@ -31,7 +31,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from worker.errors import ConnectError
-from worker.rest.models import ErrorMessage
+from worker.rest.datamodels.base import ErrorResponse
 
 log = logging.getLogger("worker.rest")
 
@@ -43,10 +43,10 @@ BODY_ERROR_STATUS = 500
 ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 
-def error_response(status_code: int, message: str | None,
+def error_response(status_code: int, message: str,
                    headers: dict[str, str] | None = None) -> JSONResponse:
     """A Connect error body with the given status."""
-    body = ErrorMessage(error_code=status_code, message=message).dump()
+    body = ErrorResponse(error_code=status_code, message=message).model_dump(mode="json")
     return JSONResponse(body, status_code=status_code, headers=headers)
 
 

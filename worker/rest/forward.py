@@ -74,8 +74,9 @@ async def forward_request(request: Request, exc: Exception) -> Response:
         return error_response(409, TOO_MANY_HOPS)
     if not error.forward_url:
         return error_response(409, NO_TARGET)
-    params = [(k, v) for k, v in request.query_params.multi_items() if k != "forward"]
-    params.append(("forward", "true" if forward is None else "false"))
+    params = httpx.QueryParams([(k, v) for k, v in request.query_params.multi_items()
+                                if k != "forward"])
+    params = params.add("forward", "true" if forward is None else "false")
     target = error.forward_url.rstrip("/") + request.url.path
     headers = {k: v for k, v in request.headers.items() if k.lower() in _PASSED_HEADERS}
     log.debug("Forwarding %s %s to %s", request.method, request.url.path, target)

@@ -223,7 +223,7 @@ class RestServer:
 
     def _run(self, sockets: list[socket.socket], pool: DaemonThreadPool) -> None:
         async def serve_all() -> None:
-            # Handlers' blocking herder calls (worker.rest.deps.blocking) run here.
+            # Handlers' blocking herder calls run here (worker.rest.routing.ConnectRoute).
             asyncio.get_running_loop().set_default_executor(pool)
             await asyncio.gather(*(server.serve(sockets=[sock])
                                    for server, sock in zip(self._servers, sockets, strict=True)))

@@ -11,30 +11,28 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from worker.rest.admin_models import ActiveTopicsInfo
-from worker.rest.deps import HerderDep, blocking
-from worker.rest.models import ErrorMessage
+from worker.rest.datamodels.connector_topics import ActiveTopicsResponse
+from worker.rest.deps import HerderDep
+from worker.rest.openapi import error_responses
+from worker.rest.routing import ConnectRoute
 
-router = APIRouter(prefix="/connectors", tags=["connectors"])
+router = APIRouter(prefix="/connectors", tags=["connectors"], route_class=ConnectRoute)
 
 
 @router.get("/{connector}/topics",
             summary="Get the list of topics actively used by the specified connector",
-            responses={403: {"model": ErrorMessage, "description": "Topic tracking is disabled"}})
-@blocking
+            response_model=dict[str, ActiveTopicsResponse],
+            responses=error_responses((403, "Topic tracking is disabled")))
 def get_connector_active_topics(connector: str, herder: HerderDep
-                                ) -> dict[str, ActiveTopicsInfo]:
+                                ) -> dict[str, dict[str, list[str]]]:
     """200 with the topics the connector's tasks produced to or consumed from, sorted."""
-    topics = herder.connector_active_topics(connector)
-    return {connector: ActiveTopicsInfo(topics=topics)}
+    return {connector: {"topics": herder.connector_active_topics(connector)}}
 
 
 @router.put("/{connector}/topics/reset", status_code=202, response_class=Response,
             summary="Reset the list of topics actively used by the specified connector",
-            responses={403: {"model": ErrorMessage,
-                             "description": "Topic tracking or topic tracking reset is "
-                                            "disabled"}})
-@blocking
+            responses=error_responses((403, "Topic tracking or topic tracking reset is "
+                                            "disabled")))
 def reset_connector_active_topics(connector: str, herder: HerderDep) -> Response:
     """202, no body; topics are recorded again as the connector's tasks use them."""
     herder.reset_connector_active_topics(connector)

@@ -1,9 +1,10 @@
 """``/connectors``: create, inspect, reconfigure and control connectors and their tasks.
 
 The counterpart of Kafka Connect's ``ConnectorsResource``: same paths, verbs, status codes
-and JSON. Every handler is a plain ``def`` so FastAPI runs it in its thread pool; the herder
-may block on storage without stalling the event loop. ``?forward=`` drives leader forwarding in
-distributed mode (``worker.rest.forward``).
+and JSON. Handlers are plain functions that return the herder's objects; the route class runs
+them off the event loop (the herder may block on storage) and the declared response model
+shapes the JSON. ``?forward=`` drives leader forwarding in distributed mode
+(``worker.rest.forward``), which is why every write may answer 409 there.
 """
 
 from __future__ import annotations
@@ -17,22 +18,25 @@ from fastapi import APIRouter, Body, Query, Request, Response
 
 from worker.errors import BadRequestError, NotFoundError
 from worker.herder.base import Herder, TaskId
-from worker.rest.deps import HerderDep, blocking, query_flag
-from worker.rest.models import (
-    ConfigMap,
-    ConfigPatch,
-    ConnectorExpansions,
-    ConnectorInfo,
-    ConnectorStateInfo,
-    CreateConnectorRequest,
-    TaskInfo,
-    TaskState,
+from worker.herder.models import ConnectorInfo, ConnectorStateInfo, TaskInfo, TaskState
+from worker.rest.datamodels.base import ConfigMap, ConfigPatch
+from worker.rest.datamodels.connectors import (
+    ConnectorExpansionsResponse,
+    ConnectorInfoResponse,
+    ConnectorStateInfoResponse,
+    CreateConnectorBody,
+    TaskInfoResponse,
+    TaskStateResponse,
 )
+from worker.rest.deps import HerderDep, query_flag
+from worker.rest.openapi import CLUSTER_CONFLICT, UNKNOWN_CONNECTOR, error_responses
+from worker.rest.routing import ConnectRoute
 
 log = logging.getLogger("worker.rest")
 
-router = APIRouter(prefix="/connectors", tags=["connectors"])
+router = APIRouter(prefix="/connectors", tags=["connectors"], route_class=ConnectRoute)
 
+UNKNOWN_TASK = (404, "Unknown connector or task, or a task id that is not an integer")
 #: Characters Jersey's ``UriBuilder.path()`` leaves unencoded in a path.
 _PATH_SAFE = "/:@!$&'()*+,;="
 
@@ -41,6 +45,13 @@ IncludeTasks = Annotated[str | None, Query(alias="includeTasks",
                                            description="Also restart the tasks")]
 OnlyFailed = Annotated[str | None, Query(alias="onlyFailed",
                                         description="Only restart failed instances")]
+#: Any ``expand`` makes the answer a map, as in Kafka; values other than status and info
+#: (``?expand=false`` too) are ignored and logged.
+Expand = Annotated[list[str] | None, Query(
+    description="Repeatable: status and/or info. Present at all, it makes the answer a map "
+                "of connector names to the expansions asked for; other values are ignored")]
+#: What ``?expand=`` adds for one connector: ``{"status": ..., "info": ...}`` as asked.
+Expansion = dict[str, ConnectorStateInfo | ConnectorInfo]
 
 
 def _with_connector_name(name: str, config: Mapping[str, str]) -> dict[str, str]:
@@ -57,27 +68,25 @@ def _location(request: Request, name: str) -> str:
     return f"{str(request.base_url).rstrip('/')}/connectors/{quote(name, safe=_PATH_SAFE)}"
 
 
-def _expand(herder: Herder, name: str, kinds: list[str]) -> ConnectorExpansions:
-    status = info = None
+def _expand(herder: Herder, name: str, kinds: list[str]) -> Expansion:
+    expansions: Expansion = {}
     if "status" in kinds:
-        status = ConnectorStateInfo.from_domain(herder.connector_status(name))
+        expansions["status"] = herder.connector_status(name)
     if "info" in kinds:
-        info = ConnectorInfo.from_domain(herder.connector_info(name))
-    return ConnectorExpansions(status=status, info=info)
+        expansions["info"] = herder.connector_info(name)
+    return expansions
 
 
-@router.get("", summary="List connectors, optionally expanded with status and/or info")
-@blocking
-def list_connectors(
-    herder: HerderDep,
-    expand: Annotated[list[str] | None, Query(description="status, info (repeatable)")] = None,
-) -> list[str] | dict[str, ConnectorExpansions]:
+@router.get("", summary="List connectors, optionally expanded with status and/or info",
+            response_model=list[str] | dict[str, ConnectorExpansionsResponse])
+def list_connectors(herder: HerderDep, expand: Expand = None
+                    ) -> list[str] | dict[str, Expansion]:
     """Names; with ``?expand=``, ``{name: {"status": ..., "info": ...}}``."""
     if expand is None:
         return herder.connectors()
     for unknown in sorted(set(expand) - {"status", "info"}):
         log.info("Ignoring unknown expansion type %s", unknown)
-    expanded: dict[str, ConnectorExpansions] = {}
+    expanded: dict[str, Expansion] = {}
     for name in herder.connectors():
         try:
             expanded[name] = _expand(herder, name, expand)
@@ -87,9 +96,13 @@ def list_connectors(
     return expanded
 
 
-@router.post("", status_code=201, summary="Create a connector")
-@blocking
-def create_connector(body: CreateConnectorRequest, request: Request, response: Response,
+@router.post("", status_code=201, summary="Create a connector",
+             response_model=ConnectorInfoResponse,
+             responses=error_responses(
+                 (400, "Invalid configuration, or a name in it that is not the connector's"),
+                 (409, "The connector already exists; in distributed mode also a "
+                       "rebalance, or a request that could not reach the leader")))
+def create_connector(body: CreateConnectorBody, request: Request, response: Response,
                      herder: HerderDep) -> ConnectorInfo:
     """201 with the new connector and its ``Location``; 409 if the name is taken."""
     name = (body.name or "").strip()
@@ -97,35 +110,39 @@ def create_connector(body: CreateConnectorRequest, request: Request, response: R
     created = herder.put_connector_config(name, config, allow_replace=False,
                                           initial_state=body.target_state())
     response.headers["Location"] = _location(request, name)
-    return ConnectorInfo.from_domain(created.info)
+    return created.info
 
 
-@router.get("/{connector}", summary="Get a connector's config, tasks and type")
-@blocking
+@router.get("/{connector}", summary="Get a connector's config, tasks and type",
+            response_model=ConnectorInfoResponse,
+            responses=error_responses(UNKNOWN_CONNECTOR))
 def get_connector(connector: str, herder: HerderDep) -> ConnectorInfo:
     """200 with the connector's name, config, task ids and type; 404 if unknown."""
-    return ConnectorInfo.from_domain(herder.connector_info(connector))
+    return herder.connector_info(connector)
 
 
 @router.delete("/{connector}", status_code=204, response_class=Response,
-               summary="Delete a connector")
-@blocking
+               summary="Delete a connector",
+               responses=error_responses(UNKNOWN_CONNECTOR, CLUSTER_CONFLICT))
 def delete_connector(connector: str, herder: HerderDep) -> Response:
     """204 once the connector, its tasks and statuses are gone."""
     herder.delete_connector(connector)
     return Response(status_code=204)
 
 
-@router.get("/{connector}/config", summary="Get a connector's configuration")
-@blocking
+@router.get("/{connector}/config", summary="Get a connector's configuration",
+            responses=error_responses(UNKNOWN_CONNECTOR))
 def get_connector_config(connector: str, herder: HerderDep) -> dict[str, str]:
     """200 with the stored config (placeholders unresolved)."""
     return herder.connector_config(connector)
 
 
 @router.put("/{connector}/config", summary="Create or replace a connector's configuration",
-            responses={201: {"model": ConnectorInfo, "description": "Connector created"}})
-@blocking
+            response_model=ConnectorInfoResponse,
+            responses={201: {"model": ConnectorInfoResponse, "description": "Connector created"},
+                       **error_responses(
+                           (400, "Invalid configuration, or a name in it that is not the path's"),
+                           CLUSTER_CONFLICT)})
 def put_connector_config(connector: str, config: ConfigBody, request: Request,
                          response: Response, herder: HerderDep) -> ConnectorInfo:
     """200 when an existing connector was reconfigured, 201 (+ ``Location``) when created."""
@@ -134,47 +151,50 @@ def put_connector_config(connector: str, config: ConfigBody, request: Request,
     if result.created:
         response.status_code = 201
         response.headers["Location"] = _location(request, connector)
-    return ConnectorInfo.from_domain(result.info)
+    return result.info
 
 
-@router.patch("/{connector}/config", summary="Patch a connector's configuration")
-@blocking
+@router.patch("/{connector}/config", summary="Patch a connector's configuration",
+              response_model=ConnectorInfoResponse,
+              responses=error_responses((400, "The patched configuration is invalid"),
+                                        UNKNOWN_CONNECTOR, CLUSTER_CONFLICT))
 def patch_connector_config(
     connector: str,
     patch: Annotated[ConfigPatch, Body(description="New values; null removes a key")],
     herder: HerderDep,
 ) -> ConnectorInfo:
     """200 with the patched connector; ``null`` values remove keys."""
-    return ConnectorInfo.from_domain(herder.patch_connector_config(connector, patch))
+    return herder.patch_connector_config(connector, patch)
 
 
-@router.get("/{connector}/status", summary="Get a connector's and its tasks' status")
-@blocking
+@router.get("/{connector}/status", summary="Get a connector's and its tasks' status",
+            response_model=ConnectorStateInfoResponse,
+            responses=error_responses(UNKNOWN_CONNECTOR))
 def get_connector_status(connector: str, herder: HerderDep) -> ConnectorStateInfo:
     """200 with the connector's and its tasks' states; ``trace`` only on failure."""
-    return ConnectorStateInfo.from_domain(herder.connector_status(connector))
+    return herder.connector_status(connector)
 
 
-@router.post("/{connector}/restart", status_code=204, response_class=Response,
+@router.post("/{connector}/restart", status_code=202,
              summary="Restart a connector (and, per the flags, its tasks)",
-             responses={202: {"model": ConnectorStateInfo,
-                              "description": "Restart requested; state right after"}})
-@blocking
+             response_model=ConnectorStateInfoResponse,
+             response_description="Restart requested (a flag was set); the state right after",
+             responses={204: {"description": "Restart requested (no flag set); no body"},
+                        **error_responses(UNKNOWN_CONNECTOR, CLUSTER_CONFLICT)})
 def restart_connector(connector: str, herder: HerderDep, include_tasks: IncludeTasks = None,
-                      only_failed: OnlyFailed = None) -> Response:
+                      only_failed: OnlyFailed = None) -> ConnectorStateInfo | Response:
     """204 for a plain restart; 202 with the connector state when either flag is set."""
     state = herder.restart_connector(connector,
                                      include_tasks=query_flag(include_tasks, False),
                                      only_failed=query_flag(only_failed, False))
     if state is None:
         return Response(status_code=204)
-    return Response(status_code=202, media_type="application/json",
-                    content=ConnectorStateInfo.from_domain(state).model_dump_json())
+    return state
 
 
 @router.put("/{connector}/pause", status_code=202, response_class=Response,
-            summary="Pause a connector and its tasks")
-@blocking
+            summary="Pause a connector and its tasks",
+            responses=error_responses(UNKNOWN_CONNECTOR, CLUSTER_CONFLICT))
 def pause_connector(connector: str, herder: HerderDep) -> Response:
     """202, no body: the pause is requested, not awaited."""
     herder.pause_connector(connector)
@@ -182,8 +202,8 @@ def pause_connector(connector: str, herder: HerderDep) -> Response:
 
 
 @router.put("/{connector}/resume", status_code=202, response_class=Response,
-            summary="Resume a paused or stopped connector")
-@blocking
+            summary="Resume a paused or stopped connector",
+            responses=error_responses(UNKNOWN_CONNECTOR, CLUSTER_CONFLICT))
 def resume_connector(connector: str, herder: HerderDep) -> Response:
     """202, no body: the resume is requested, not awaited."""
     herder.resume_connector(connector)
@@ -191,25 +211,25 @@ def resume_connector(connector: str, herder: HerderDep) -> Response:
 
 
 @router.put("/{connector}/stop", status_code=204, response_class=Response,
-            summary="Stop a connector and shut its tasks down (KIP-875)")
-@blocking
+            summary="Stop a connector and shut its tasks down (KIP-875)",
+            responses=error_responses(UNKNOWN_CONNECTOR, CLUSTER_CONFLICT))
 def stop_connector(connector: str, herder: HerderDep) -> Response:
     """204 once the STOPPED target state is recorded."""
     herder.stop_connector(connector)
     return Response(status_code=204)
 
 
-@router.get("/{connector}/tasks", summary="List a connector's tasks and their configs")
-@blocking
+@router.get("/{connector}/tasks", summary="List a connector's tasks and their configs",
+            response_model=list[TaskInfoResponse],
+            responses=error_responses(UNKNOWN_CONNECTOR))
 def get_task_configs(connector: str, herder: HerderDep) -> list[TaskInfo]:
     """200 with ``[{"id": {"connector", "task"}, "config": {...}}]``."""
-    return [TaskInfo.from_domain(task) for task in herder.task_configs(connector)]
+    return herder.task_configs(connector)
 
 
 @router.post("/{connector}/tasks", status_code=204, response_class=Response,
              summary="Internal: task configs from the worker running the connector",
              include_in_schema=False)
-@blocking
 def put_task_configs(connector: str, herder: HerderDep,
                      configs: Annotated[list[ConfigMap], Body()]) -> Response:
     """Distributed mode: a follower hands its connector's task configs to the leader."""
@@ -217,16 +237,17 @@ def put_task_configs(connector: str, herder: HerderDep,
     return Response(status_code=204)
 
 
-@router.get("/{connector}/tasks/{task}/status", summary="Get a task's status")
-@blocking
+@router.get("/{connector}/tasks/{task}/status", summary="Get a task's status",
+            response_model=TaskStateResponse,
+            responses=error_responses(UNKNOWN_TASK))
 def get_task_status(connector: str, task: int, herder: HerderDep) -> TaskState:
     """200 with the task's state; 404 for an unknown task or a non-integer id."""
-    return TaskState.from_domain(herder.task_status(TaskId(connector, task)))
+    return herder.task_status(TaskId(connector, task))
 
 
 @router.post("/{connector}/tasks/{task}/restart", status_code=204, response_class=Response,
-             summary="Restart a task")
-@blocking
+             summary="Restart a task",
+             responses=error_responses(UNKNOWN_TASK, CLUSTER_CONFLICT))
 def restart_task(connector: str, task: int, herder: HerderDep) -> Response:
     """204 once the restart is requested."""
     herder.restart_task(TaskId(connector, task))

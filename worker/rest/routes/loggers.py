@@ -16,16 +16,15 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Response
 
 from worker.errors import BadRequestError
-from worker.herder.models import LoggerScope
-from worker.rest.admin_models import LevelRequest, LoggerLevel
-from worker.rest.deps import HerderDep, blocking
-from worker.rest.models import ErrorMessage
+from worker.herder.models import LoggerLevel, LoggerScope
+from worker.rest.datamodels.loggers import LevelBody, LoggerLevelResponse
+from worker.rest.deps import HerderDep
+from worker.rest.openapi import error_responses
+from worker.rest.routing import ConnectRoute
 
 log = logging.getLogger("worker.rest")
 
-router = APIRouter(prefix="/admin/loggers", tags=["loggers"])
-
-_ERROR = {"model": ErrorMessage}
+router = APIRouter(prefix="/admin/loggers", tags=["loggers"], route_class=ConnectRoute)
 
 
 def _scope(value: str | None) -> LoggerScope:
@@ -40,35 +39,31 @@ def _scope(value: str | None) -> LoggerScope:
 
 
 @router.get("", summary="List the current loggers that have their levels explicitly set "
-                        "and their log levels")
-@blocking
+                        "and their log levels",
+            response_model=dict[str, LoggerLevelResponse])
 def list_loggers(herder: HerderDep) -> dict[str, LoggerLevel]:
     """The root logger and every logger with an explicit level, sorted by name."""
-    return {name: LoggerLevel.from_domain(level)
-            for name, level in herder.loggers().items()}
+    return herder.loggers()
 
 
 @router.get("/{logger}", summary="Get the log level for the specified logger",
-            responses={404: {**_ERROR, "description": "Logger not found"}})
-@blocking
+            response_model=LoggerLevelResponse,
+            responses=error_responses((404, "Logger not found")))
 def get_logger(logger: str, herder: HerderDep) -> LoggerLevel:
     """The logger's effective level; 404 for a logger that does not exist."""
-    return LoggerLevel.from_domain(herder.logger_level(logger))
+    return herder.logger_level(logger)
 
 
 @router.put(
     "/{logger}", summary="Set the log level for the specified logger",
     response_model=list[str],
-    responses={
-        200: {"description": "Worker logger level set; the loggers whose level changed"},
-        204: {"description": "Cluster logger level set"},
-        400: {**_ERROR, "description": "Log level was not specified"},
-        404: {**_ERROR, "description": "Invalid log level"},
-    })
-@blocking
+    response_description="Worker logger level set; the loggers whose level changed",
+    responses={204: {"description": "Cluster logger level set; no body"},
+               **error_responses((400, "Log level was not specified"),
+                                 (404, "Invalid log level"))})
 def set_level(
     logger: str,
-    body: Annotated[LevelRequest, Body(description='{"level": "DEBUG"}',
+    body: Annotated[LevelBody, Body(description='{"level": "DEBUG"}',
                                       examples=[{"level": "DEBUG"}])],
     herder: HerderDep,
     scope: Annotated[str | None, Query(description="worker (default) or cluster")] = None,

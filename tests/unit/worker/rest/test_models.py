@@ -1,4 +1,4 @@
-"""Request parsing and response JSON shapes of ``worker.rest.models``."""
+"""Request parsing and response JSON shapes of ``worker.rest.datamodels``."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pydantic import ValidationError
 
 from worker.herder import models as domain
 from worker.herder.base import TargetState, TaskId
-from worker.rest.models import (
-    ConnectorInfo,
-    ConnectorStateInfo,
-    CreateConnectorRequest,
+from worker.rest.datamodels.connector_plugins import PluginInfoResponse
+from worker.rest.datamodels.connectors import (
+    ConnectorInfoResponse,
+    ConnectorStateInfoResponse,
+    CreateConnectorBody,
     InitialState,
-    PluginInfo,
-    TaskState,
+    TaskStateResponse,
 )
 
 
@@ -24,29 +24,30 @@ def test_initial_state_maps_running_to_started() -> None:
 
 
 def test_create_request_defaults() -> None:
-    request = CreateConnectorRequest.model_validate({"config": {}})
+    request = CreateConnectorBody.model_validate({"config": {}})
     assert (request.name, request.initial_state, request.target_state()) == (None, None, None)
 
 
 def test_create_request_coerces_numeric_name_like_jackson() -> None:
-    assert CreateConnectorRequest.model_validate({"name": 42, "config": {}}).name == "42"
+    assert CreateConnectorBody.model_validate({"name": 42, "config": {}}).name == "42"
 
 
 def test_create_request_requires_config() -> None:
     with pytest.raises(ValidationError) as info:
-        CreateConnectorRequest.model_validate({"name": "a", "config": None})
+        CreateConnectorBody.model_validate({"name": "a", "config": None})
     assert info.value.errors()[0]["loc"] == ("config",)
 
 
 def test_task_state_omits_empty_trace() -> None:
-    assert TaskState.from_domain(domain.TaskState("RUNNING", "w", "", 3)).dump() == {
+    state = domain.TaskState("RUNNING", "w", "", 3)
+    assert TaskStateResponse.model_validate(state).model_dump(mode="json") == {
         "id": 3, "state": "RUNNING", "worker_id": "w"}
 
 
 def test_connector_state_info_shape() -> None:
     info = domain.ConnectorStateInfo(
         "c", domain.AbstractState("FAILED", "w", "trace!"), [], domain.ConnectorType.SINK)
-    assert ConnectorStateInfo.from_domain(info).dump() == {
+    assert ConnectorStateInfoResponse.model_validate(info).model_dump(mode="json") == {
         "name": "c", "connector": {"state": "FAILED", "worker_id": "w", "trace": "trace!"},
         "tasks": [], "type": "sink"}
 
@@ -54,7 +55,7 @@ def test_connector_state_info_shape() -> None:
 def test_connector_info_type_unknown() -> None:
     info = domain.ConnectorInfo("c", {"a": "b"}, [TaskId("c", 0)],
                                 domain.ConnectorType.UNKNOWN)
-    assert ConnectorInfo.from_domain(info).dump() == {
+    assert ConnectorInfoResponse.model_validate(info).model_dump(mode="json") == {
         "name": "c", "config": {"a": "b"}, "tasks": [{"connector": "c", "task": 0}],
         "type": "unknown"}
 
@@ -66,4 +67,4 @@ def test_connector_info_type_unknown() -> None:
 ])
 def test_plugin_info_version_omitted_when_undefined(version: str, expected: dict) -> None:
     plugin = domain.PluginInfo("x.Y", "transformation", version, ["Y"])
-    assert PluginInfo.from_domain(plugin).dump() == expected
+    assert PluginInfoResponse.model_validate(plugin).model_dump(mode="json") == expected

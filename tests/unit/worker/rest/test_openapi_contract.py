@@ -1,0 +1,106 @@
+"""The OpenAPI contract over the in-process app, for what a standalone worker cannot do.
+
+``FAKE_CASES`` (``openapi_contract.py``) make ``FakeHerder`` fail the way a real herder
+can, but not on demand: a failing store (500 on every route), a rebalance in distributed
+mode (409 on every write), a worker starting or stuck (503/500 on ``/health``), topic
+tracking disabled (403). Everything else runs against a real worker in
+``tests/integration/test_openapi_contract.py``, which also checks that all cases together
+cover every operation and every declared status.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.unit.worker.rest.conftest import FakeHerder
+from tests.unit.worker.rest.openapi_contract import (
+    FAKE_CASES,
+    HERDER_DOWN,
+    NO_TRACKING,
+    REBALANCE,
+    SAMPLES,
+    STARTING,
+    UNHEALTHY,
+    Case,
+    case_id,
+    check_answer,
+    declared,
+    operations,
+)
+from worker.errors import RebalanceNeededError, StorageError
+from worker.herder.base import Herder
+from worker.herder.models import HealthStatus
+from worker.rest.app import create_app
+
+#: Every call REST can make on a herder.
+HERDER_API = sorted(name for name, member in vars(Herder).items()
+                    if callable(member) and not name.startswith("_")
+                    and name not in ("start", "stop"))
+
+
+def _every_call_raises(error: Callable[[], Exception]) -> Callable[[FakeHerder], None]:
+    def apply(herder: FakeHerder) -> None:
+        def fail(*_args: object, **_kwargs: object) -> Any:
+            raise error()
+        for name in HERDER_API:
+            setattr(herder, name, fail)
+    return apply
+
+
+def _health(status: HealthStatus) -> Callable[[FakeHerder], None]:
+    def apply(herder: FakeHerder) -> None:
+        herder.health_status = status
+    return apply
+
+
+def _no_tracking(herder: FakeHerder) -> None:
+    herder.tracking_enabled = False
+
+
+FAULTS: dict[str, Callable[[FakeHerder], None]] = {
+    HERDER_DOWN: _every_call_raises(lambda: StorageError("database is locked")),
+    REBALANCE: _every_call_raises(RebalanceNeededError),
+    STARTING: _health(HealthStatus("starting", "Worker is starting")),
+    UNHEALTHY: _health(HealthStatus("unhealthy", "Worker's herder thread is stuck")),
+    NO_TRACKING: _no_tracking,
+}
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    return create_app(FakeHerder()).openapi()
+
+
+@pytest.mark.parametrize("case", FAKE_CASES, ids=case_id)
+def test_answer_matches_the_document(client: TestClient, herder: FakeHerder,
+                                     document: dict[str, Any], case: Case) -> None:
+    assert case.fault is not None
+    FAULTS[case.fault](herder)
+    check_answer(document, case, case.send(client))
+
+
+def test_every_operation_has_a_sample_request(document: dict[str, Any]) -> None:
+    assert set(SAMPLES) == operations(document)
+
+
+def test_document_has_no_validation_errors(document: dict[str, Any]) -> None:
+    # The app answers 404/415/500 for invalid requests (worker.rest.errors), never 422.
+    assert "422" not in json.dumps(document)
+    assert not {"HTTPValidationError", "ValidationError"} & set(
+        document["components"]["schemas"])
+
+
+def test_every_error_status_has_the_error_body(document: dict[str, Any]) -> None:
+    error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
+    for operation in operations(document):
+        for status, response in declared(document, operation).items():
+            if int(status) < 400 or (operation, status) == ("GET /health", "503"):
+                continue  # KIP-1017: a starting worker answers its status, not an error
+            schema = response["content"]["application/json"]["schema"]
+            assert schema == error_ref or error_ref in schema.get("anyOf", []), (
+                operation, status, schema)
