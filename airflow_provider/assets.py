@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, AssetAlias
+
+if TYPE_CHECKING:
+    from airflow_provider.hooks.status_topic import KafkaConnectStatusTopicHook
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +81,8 @@ class TopicAssetsMixin:
 
     Call :meth:`_add_topics_alias` on the constructor's kwargs before
     ``BaseOperator.__init__`` (the alias must be among the outlets when the DAG is
-    parsed); call :meth:`emit_connector_topics` on success.
+    parsed); call :meth:`emit_connector_topics` on success. The Kafka cluster that names
+    the Assets comes from :attr:`kafka_hook`, the hook of the connection's Kafka side.
     """
 
     connector: str
@@ -89,8 +94,17 @@ class TopicAssetsMixin:
         if emit:
             kwargs["outlets"] = [*(kwargs.get("outlets") or []), self._topics_alias]
 
-    def emit_connector_topics(self, context: Mapping[str, Any], topics: Iterable[str],
-                              bootstrap_servers: str | None) -> list[str]:
+    @cached_property
+    def kafka_hook(self) -> KafkaConnectStatusTopicHook:
+        """The Kafka side of the ``kafka_connect`` connection (bootstrap servers, status
+        topic)."""
+        # Imported here: DAG files importing the operators need not load the Kafka client.
+        from airflow_provider.hooks.status_topic import KafkaConnectStatusTopicHook
+
+        return KafkaConnectStatusTopicHook(self.kafka_connect_conn_id)
+
+    def emit_connector_topics(self, context: Mapping[str, Any], topics: Iterable[str]
+                              ) -> list[str]:
         """Push the topics to XCom ``topics``; with ``emit_topic_assets`` emit one Asset
         event per topic; return the Asset URIs emitted."""
         topics = sorted(set(topics))
@@ -98,6 +112,6 @@ class TopicAssetsMixin:
         if not self.emit_topic_assets:
             return []
         return emit_topic_assets(context, self._topics_alias, topics,
-                                 bootstrap_servers=bootstrap_servers,
+                                 bootstrap_servers=self.kafka_hook.settings.bootstrap_servers,
                                  extra={"connector": self.connector,
                                         "source": f"kafka_connect:{self.kafka_connect_conn_id}"})

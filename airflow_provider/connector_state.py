@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the REST answers are built on TaskState: no import at run time
+    from airflow_provider.hooks.results import ConnectorStatus
 
 #: Every state Kafka Connect reports for a connector or a task.
 STATES = frozenset({"UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING"})
@@ -29,6 +32,8 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class TaskState:
+    """A connector's or a task's state, and what goes with it."""
+
     state: str
     trace: str | None = None
     worker_id: str | None = None
@@ -84,22 +89,17 @@ def evaluate(target_state: str, connector: TaskState | None, tasks: Mapping[int,
     return Outcome(Verdict.MET, f"the connector and its {len(ids)} task(s) are {target}")
 
 
-def evaluate_rest_status(status: Mapping[str, Any], target_state: str, *,
+def evaluate_rest_status(status: ConnectorStatus, target_state: str, *,
                          wait_for_tasks: bool = True) -> Outcome:
-    """:func:`evaluate` on a ``GET /connectors/{c}/status`` body.
+    """:func:`evaluate` on a ``GET /connectors/{c}/status`` answer.
 
     Over REST a stopped connector lists no tasks (KIP-875 removes its task configs), so
     with ``wait_for_tasks`` STOPPED is met only once the task list is empty: that is when
     offsets may be altered.
     """
-    connector = status.get("connector") or {}
-    tasks = {int(task["id"]): TaskState(task.get("state", ""), task.get("trace"),
-                                        task.get("worker_id"))
-             for task in status.get("tasks") or ()}
-    outcome = evaluate(target_state,
-                       TaskState(connector.get("state", ""), connector.get("trace"),
-                                 connector.get("worker_id")),
-                       tasks, wait_for_tasks=wait_for_tasks)
+    tasks = status.task_states()
+    outcome = evaluate(target_state, status.connector.as_state(), tasks,
+                       wait_for_tasks=wait_for_tasks)
     if outcome.verdict is Verdict.MET and wait_for_tasks and tasks \
             and check_target_state(target_state) == "STOPPED":
         return Outcome(Verdict.WAITING, f"the connector is STOPPED but {len(tasks)} task(s) "

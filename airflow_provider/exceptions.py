@@ -1,32 +1,49 @@
 """Errors raised by the Kafka Connect hooks, operators, sensors and triggers.
 
 Every error is typed by what happened (status code and, where Kafka Connect reuses a code,
-the endpoint that returned it), so callers catch classes and never match message text::
+the endpoint that returned it), so callers catch classes and never match message text.
+All derive from Airflow's ``AirflowException``, as first-party providers' errors do, so
+Airflow treats them as task failures (retried per ``retries``) and sensors'
+``soft_fail`` / ``never_fail`` apply to them::
 
-    KafkaConnectError
-    ├── KafkaConnectConfigError          the Airflow connection is unusable (bad URL, ...)
-    ├── KafkaConnectTransportError       no HTTP response: refused, DNS, TLS, timeout
-    ├── KafkaConnectApiError             an HTTP error response (status_code, error_code, message)
-    │   ├── BadRequestError              400: invalid config/offsets, wrong connector state
-    │   ├── AuthenticationError          401: credentials missing or refused
-    │   ├── ForbiddenError               403: not allowed (e.g. topic tracking reset disabled)
-    │   ├── NotFoundError                404: unknown connector, task, plugin, logger
-    │   ├── ConflictError                409
-    │   │   ├── ConnectorAlreadyExistsError  409 from POST /connectors
-    │   │   └── RebalanceInProgressError     409 anywhere else (retried by the hooks)
-    │   └── ServerError                  5xx
-    ├── ConnectorFailedError             the connector or a task reached FAILED while waited on
-    ├── InvalidConnectorConfigError      a config failed validation; nothing was changed
-    ├── OffsetsShapeError                offsets given to alter do not have Kafka Connect's shape
-    └── StateTimeoutError                a wait for a connector state ran out of time
+    AirflowException
+    └── KafkaConnectError
+        ├── KafkaConnectConfigError          the Airflow connection is unusable (bad URL, ...)
+        ├── KafkaConnectTransportError       no HTTP response: refused, DNS, TLS, timeout
+        ├── KafkaConnectApiError             an HTTP error response (status_code, error_code,
+        │   │                                message)
+        │   ├── BadRequestError              400: invalid config/offsets, wrong connector state
+        │   ├── AuthenticationError          401: credentials missing or refused
+        │   ├── ForbiddenError               403: not allowed (e.g. topic tracking reset off)
+        │   ├── NotFoundError                404: unknown connector, task, plugin, logger
+        │   ├── ConflictError                409
+        │   │   ├── ConnectorAlreadyExistsError  409 from POST /connectors
+        │   │   └── RebalanceInProgressError     409 anywhere else (retried by the hooks)
+        │   └── ServerError                  5xx
+        ├── MalformedResponseError (ValueError)  a 2xx answer without the documented shape
+        ├── ConnectorFailedError             the connector or a task reached FAILED while
+        │                                    waited on
+        ├── InvalidConnectorConfigError (ValueError)  a config failed validation; nothing
+        │                                    was changed
+        ├── OffsetsShapeError (ValueError)   offsets given to alter do not have Kafka
+        │                                    Connect's shape
+        └── StateTimeoutError (TimeoutError) a wait for a connector state ran out of time
+
+:data:`WAIT_OUT_ERRORS` are the errors every wait for a connector state outlasts.
+
+Errors whose constructor takes more than a message override ``serialize()`` (Airflow's
+way of rebuilding an ``AirflowException`` from ``cls(*args, **kwargs)``) with their own
+arguments.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from airflow.sdk.exceptions import AirflowException
 
-class KafkaConnectError(Exception):
+
+class KafkaConnectError(AirflowException):
     """Base class of every error of this provider."""
 
 
@@ -38,6 +55,10 @@ class KafkaConnectTransportError(KafkaConnectError):
     """The request got no HTTP response (connection refused, DNS, TLS handshake, timeout)."""
 
 
+def _qualname(exc: BaseException) -> str:
+    return f"{type(exc).__module__}.{type(exc).__name__}"
+
+
 class KafkaConnectApiError(KafkaConnectError):
     """Kafka Connect answered with an error status.
 
@@ -47,7 +68,9 @@ class KafkaConnectApiError(KafkaConnectError):
 
     def __init__(self, status_code: int, message: str, *, method: str = "", path: str = "",
                  error_code: int | None = None, body: Any = None) -> None:
-        self.status_code = status_code
+        # Connect's status code, any int (proxies answer codes HTTPStatus lacks, e.g. 520);
+        # AirflowException declares an HTTPStatus there, for Airflow's own API server only.
+        self.status_code = status_code  # type: ignore[assignment]
         self.error_code = error_code if error_code is not None else status_code
         self.message = message
         self.method = method
@@ -55,6 +78,11 @@ class KafkaConnectApiError(KafkaConnectError):
         self.body = body
         where = f"{method} {path} " if method else ""
         super().__init__(f"{where}returned {status_code}: {message}")
+
+    def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return _qualname(self), (self.status_code, self.message), {
+            "method": self.method, "path": self.path, "error_code": self.error_code,
+            "body": self.body}
 
 
 class BadRequestError(KafkaConnectApiError):
@@ -90,13 +118,33 @@ class ServerError(KafkaConnectApiError):
     """5xx."""
 
 
+class MalformedResponseError(KafkaConnectError, ValueError):
+    """Kafka Connect answered 2xx, but the body does not have the documented shape (a
+    proxy's page, another service, an incompatible version). ``method`` and ``path`` name
+    the request when the answer came from a hook."""
+
+    def __init__(self, message: str, *, method: str = "", path: str = "") -> None:
+        self.method = method
+        self.path = path
+        where = f"{method} {path} returned an unexpected answer: " if method else ""
+        super().__init__(f"{where}{message}")
+        self.detail = message
+
+    def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return _qualname(self), (self.detail,), {"method": self.method, "path": self.path}
+
+
 class ConnectorFailedError(KafkaConnectError):
     """The connector or one of its tasks is FAILED while a state was being waited for."""
 
     def __init__(self, connector: str, message: str, *, trace: str | None = None) -> None:
         self.connector = connector
         self.trace = trace
+        self.detail = message
         super().__init__(message if not trace else f"{message}\n{trace}")
+
+    def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return _qualname(self), (self.connector, self.detail), {"trace": self.trace}
 
 
 class InvalidConnectorConfigError(KafkaConnectError, ValueError):
@@ -108,6 +156,9 @@ class InvalidConnectorConfigError(KafkaConnectError, ValueError):
         self.errors = errors
         super().__init__(f"connector {connector!r} config is invalid: " + "; ".join(errors))
 
+    def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return _qualname(self), (self.connector, list(self.errors)), {}
+
 
 class OffsetsShapeError(KafkaConnectError, ValueError):
     """Offsets to alter do not have Kafka Connect's ``{"partition", "offset"}`` shape."""
@@ -115,3 +166,10 @@ class OffsetsShapeError(KafkaConnectError, ValueError):
 
 class StateTimeoutError(KafkaConnectError, TimeoutError):
     """A connector did not reach the awaited state in time."""
+
+
+#: What a wait for a connector state (sensor, trigger, operator) outlasts instead of
+#: failing: the connector is not there yet (404: being created, or its worker restarts),
+#: a rebalance is under way (409), or the worker cannot be reached at the moment.
+WAIT_OUT_ERRORS: tuple[type[KafkaConnectError], ...] = (
+    NotFoundError, RebalanceInProgressError, KafkaConnectTransportError)

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 from airflow.sdk import BaseOperatorLink
 
-if TYPE_CHECKING:
-    from airflow.models.taskinstancekey import TaskInstanceKey
+if TYPE_CHECKING:  # the task SDK's types, as BaseOperatorLink.get_link declares them
     from airflow.sdk import BaseOperator
+    from airflow.sdk.types import TaskInstanceKey
 
 
 class ConnectorStatusLink(BaseOperatorLink):

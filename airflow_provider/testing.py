@@ -8,7 +8,10 @@ directly, so they work in the process that ran ``dag.test()`` (not through the A
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow.triggers.base import BaseTrigger
 
 
 def task_states(dag_run: Any) -> dict[str, str | None]:
@@ -65,8 +68,8 @@ def queued_asset_runs(dag_id: str) -> list[str]:
             .where(AssetDagRunQueue.target_dag_id == dag_id).order_by(AssetModel.uri)))
 
 
-def record_trigger_runs(monkeypatch: Any, trigger_cls: type) -> tuple[list[dict[str, Any]],
-                                                                    threading.Event]:
+def record_trigger_runs(monkeypatch: Any, trigger_cls: type[BaseTrigger]
+                        ) -> tuple[list[dict[str, Any]], threading.Event]:
     """Record every run of ``trigger_cls`` (``dag.test()`` runs triggers inline, in this
     process): returns the serialized kwargs of each run and an event set when one starts,
     i.e. once a task has really deferred."""

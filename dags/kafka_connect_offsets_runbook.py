@@ -93,22 +93,25 @@ with DAG(
         assert params is not None
         name, topic, partition = params["connector"], params["topic"], params["partition"]
         poison = params["poison_offset"]
-        offsets = KafkaConnectHook().get_offsets(name).get("offsets", [])
-        committed = next((entry["offset"]["kafka_offset"] for entry in offsets
-                          if entry["partition"] == {"kafka_topic": topic,
-                                                    "kafka_partition": partition}), None)
-        if committed is not None and committed > poison:
-            raise ValueError(f"{name} has already read past offset {poison} of "
-                             f"{topic}-{partition} (its group is at {committed}): "
-                             "nothing to skip")
-        skipped = None if committed is None else poison + 1 - committed
+        with KafkaConnectHook() as hook:
+            offsets = hook.get_offsets(name).offsets
+        wanted = {"kafka_topic": topic, "kafka_partition": partition}
+        committed: int | None = next((entry.offset["kafka_offset"] for entry in offsets
+                                      if entry.partition == wanted and entry.offset), None)
+        skipped: int | None = None
         if committed is None:
             log.warning("%s has no committed offset on %s-%d: every record before %d it "
                         "has not delivered is skipped too", name, topic, partition, poison)
-        elif skipped > 1:
-            log.warning("The group of %s is at offset %d: records %d..%d of %s-%d are "
-                        "skipped with the poison record", name, committed, committed,
-                        poison - 1, topic, partition)
+        elif committed > poison:
+            raise ValueError(f"{name} has already read past offset {poison} of "
+                             f"{topic}-{partition} (its group is at {committed}): "
+                             "nothing to skip")
+        else:
+            skipped = poison + 1 - committed
+            if skipped > 1:
+                log.warning("The group of %s is at offset %d: records %d..%d of %s-%d are "
+                            "skipped with the poison record", name, committed, committed,
+                            poison - 1, topic, partition)
         return {"committed": committed, "records_skipped": skipped}
 
     skip = KafkaConnectOffsetsRunbookOperator(

@@ -1,11 +1,13 @@
 """Kafka Connect's REST API, each endpoint defined once for the sync and the async hook.
 
-:class:`ConnectRestApi` builds an :class:`ApiRequest` per call and hands it to the hook's
-``_send``: :class:`~airflow_provider.hooks.kafka_connect.KafkaConnectHook` returns the
-result, :class:`~airflow_provider.hooks.kafka_connect_async.KafkaConnectAsyncHook` returns
-a coroutine (``await hook.get_connector_status(name)``). Both hooks turn every HTTP answer
-into a value or a typed error with :func:`handle_response`, whose errors all come from
-:func:`raise_for_response`.
+Every endpoint of :class:`ConnectRestApi` builds an
+:class:`~airflow_provider.hooks._request.ApiRequest` of its typed answer
+(:mod:`airflow_provider.hooks.results`) and hands it to the hook's ``_send``: on a
+:class:`SyncConnectRestApi` (:class:`~airflow_provider.hooks.kafka_connect.KafkaConnectHook`)
+a call returns the answer, on an :class:`AsyncConnectRestApi`
+(:class:`~airflow_provider.hooks.kafka_connect_async.KafkaConnectAsyncHook`) a coroutine of
+it (``status = await hook.get_connector_status(name)``); the :class:`endpoint` descriptor
+tells type checkers which.
 
 Paths follow Kafka Connect 4.x; connector, task, plugin and logger names are quoted as one
 path segment (``a/b c`` → ``a%2Fb%20c``).
@@ -13,129 +15,65 @@ path segment (``a/b c`` → ``a%2Fb%20c``).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NoReturn
-from urllib.parse import quote
+import inspect
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from types import MethodType
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
-from airflow_provider.exceptions import (
-    AuthenticationError,
-    BadRequestError,
-    ConnectorAlreadyExistsError,
-    ForbiddenError,
-    KafkaConnectApiError,
-    NotFoundError,
-    RebalanceInProgressError,
-    ServerError,
+from airflow_provider.exceptions import MalformedResponseError
+from airflow_provider.hooks._request import CREATE, ApiRequest, segment
+from airflow_provider.hooks.results import (
+    ConfigValidation,
+    ConnectorInfo,
+    ConnectorOffsets,
+    ConnectorStatus,
+    Message,
+    ServerInfo,
+    TaskInfo,
+    TaskStatus,
+    WorkerHealth,
+    config_map,
 )
 
-#: :attr:`ApiRequest.context` of ``POST /connectors``: its 409 means "already exists".
-CREATE = "create"
-#: The methods whose requests can be repeated when no answer came back.
-IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-#: Error messages longer than this (an HTML error page of a proxy) are cut.
-_MAX_MESSAGE_CHARS = 500
-
-
-@dataclass(frozen=True)
-class ApiRequest:
-    """One REST call: what to send and how to read the answer.
-
-    ``json`` is the request body (``None``: no body); it is left out of ``repr`` because
-    connector configs hold credentials. ``context`` names endpoints whose status codes
-    mean something special (:data:`CREATE`). ``answers`` lists error statuses that are
-    answers when their body is JSON (``GET /health``'s 500/503 carry the worker status).
-    ``result`` turns the parsed body into the return value.
-    """
-
-    method: str
-    path: str
-    params: tuple[tuple[str, str], ...] = ()
-    json: Any = field(default=None, repr=False)
-    context: str = ""
-    answers: frozenset[int] = frozenset()
-    result: Callable[[Any], Any] | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def idempotent(self) -> bool:
-        """True when repeating the request after a lost answer cannot change anything."""
-        return self.method in IDEMPOTENT_METHODS
-
-
-def segment(name: str | int) -> str:
-    """``name`` quoted as a single URL path segment."""
-    return quote(str(name), safe="")
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _parse(body_text: str) -> Any:
-    """The JSON value of ``body_text``; the text itself when it is not JSON; ``None`` if
-    empty."""
-    if not body_text.strip():
-        return None
-    try:
-        return json.loads(body_text)
-    except ValueError:
-        return body_text
+# --- answers kept as JSON (checked for their outer shape only) ------------------------------
 
 
-def raise_for_response(request: ApiRequest, status_code: int, body_text: str) -> NoReturn:
-    """Raise the :class:`KafkaConnectApiError` subclass for an error answer.
-
-    The class comes from the status code (and, for 409, from the endpoint); ``message``
-    and ``error_code`` from Connect's ``{"error_code", "message"}`` body when there is one,
-    else from the body text.
-    """
-    body = _parse(body_text)
-    error_code: int | None = None
-    message = ""
-    if isinstance(body, dict) and ("message" in body or "error_code" in body):
-        message = str(body.get("message") or "")
-        code = body.get("error_code")
-        error_code = code if isinstance(code, int) and not isinstance(code, bool) else None
-    elif body is not None:
-        message = body_text.strip()
-    if len(message) > _MAX_MESSAGE_CHARS:
-        message = message[:_MAX_MESSAGE_CHARS] + "..."
-    message = message or f"HTTP {status_code}"
-
-    if status_code == 400:
-        cls: type[KafkaConnectApiError] = BadRequestError
-    elif status_code == 401:
-        cls = AuthenticationError
-    elif status_code == 403:
-        cls = ForbiddenError
-    elif status_code == 404:
-        cls = NotFoundError
-    elif status_code == 409:
-        cls = ConnectorAlreadyExistsError if request.context == CREATE \
-            else RebalanceInProgressError
-    elif status_code >= 500:
-        cls = ServerError
-    else:  # 405, 415, 3xx, ...: an answer we do not expect from Kafka Connect
-        cls = KafkaConnectApiError
-    raise cls(status_code, message, method=request.method, path=request.path,
-              error_code=error_code, body=body)
+def _json_object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise MalformedResponseError("the answer is not a JSON object")
+    return body
 
 
-def handle_response(request: ApiRequest, status_code: int, body_text: str) -> Any:
-    """The return value of ``request`` for an answer, or the typed error it means.
+def _json_list(body: Any) -> list[Any]:
+    if not isinstance(body, list):
+        raise MalformedResponseError("the answer is not a JSON array")
+    return body
 
-    2xx bodies are parsed JSON (``None`` when empty, as for 202/204) passed through
-    ``request.result``.
-    """
-    ok = 200 <= status_code < 300
-    if not ok and status_code in request.answers:
-        body = _parse(body_text)
-        ok = isinstance(body, dict | list)
-    if not ok:
-        raise_for_response(request, status_code, body_text)
-    value = _parse(body_text)
-    return request.result(value) if request.result is not None else value
+
+def _json_object_or_list(body: Any) -> list[Any] | dict[str, Any]:
+    if not isinstance(body, list | dict):
+        raise MalformedResponseError("the answer is neither a JSON array nor an object")
+    return body
+
+
+def _no_content(body: Any) -> None:
+    """Answers that matter by their status only (202/204); a body, if any, is not used."""
+    return None
+
+
+def _optional(parse: Callable[[Any], T]) -> Callable[[Any], T | None]:
+    """``parse``, or ``None`` for an empty answer (e.g. a restart's 204)."""
+    def parse_optional(body: Any) -> T | None:
+        return None if body is None else parse(body)
+    return parse_optional
 
 
 def _unwrap_topics(name: str) -> Callable[[Any], list[str]]:
@@ -151,48 +89,106 @@ def _unwrap_topics(name: str) -> Callable[[Any], list[str]]:
     return unwrap
 
 
-class ConnectRestApi:
-    """Kafka Connect's REST endpoints; subclasses provide ``_send``.
+class SyncConnectRestApi:
+    """What a synchronous hook provides: ``_send`` returns the request's answer."""
 
-    Every method returns what ``_send`` returns: the parsed JSON body (``None`` for an
-    empty 202/204 answer) in the sync hook, a coroutine of it in the async hook.
+    def _send(self, request: ApiRequest[T]) -> T:
+        raise NotImplementedError
+
+
+class AsyncConnectRestApi:
+    """What an asynchronous hook provides: ``_send`` is a coroutine of the answer."""
+
+    async def _send(self, request: ApiRequest[T]) -> T:
+        raise NotImplementedError
+
+
+class endpoint(Generic[P, T]):
+    """A REST endpoint: ``build`` turns a call's arguments into an :class:`ApiRequest`
+    of ``T``, which the hook's ``_send`` sends.
+
+    Python cannot say "returns ``T`` on a sync hook, a coroutine of ``T`` on an async one"
+    in one method signature, and each endpoint written twice would drift. This descriptor
+    states it once: read from a :class:`SyncConnectRestApi` the endpoint is a method
+    ``(*P) -> T``, from an :class:`AsyncConnectRestApi` a method
+    ``(*P) -> Coroutine[..., T]`` (the overloads of ``__get__`` tell type checkers which).
+    At run time it is a bound method with ``build``'s name, docstring and parameters.
     """
 
-    def _send(self, request: ApiRequest) -> Any:
-        raise NotImplementedError
+    def __init__(self, build: Callable[Concatenate[Any, P], ApiRequest[T]]) -> None:
+        self.build = build
+        self.__name__ = build.__name__
+        self.__doc__ = build.__doc__
+        # What inspect.signature() shows: build's parameters, not its ApiRequest return.
+        self.__signature__ = inspect.signature(build).replace(
+            return_annotation=inspect.Signature.empty)
+
+    def __call__(self, api: Any, /, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Send the request ``build`` makes; ``api`` is the hook (``self`` of the method)."""
+        return api._send(self.build(api, *args, **kwargs))
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Self: ...
+
+    @overload
+    def __get__(self, obj: AsyncConnectRestApi, owner: type | None = None
+                ) -> Callable[P, Coroutine[Any, Any, T]]: ...
+
+    @overload
+    def __get__(self, obj: SyncConnectRestApi, owner: type | None = None
+                ) -> Callable[P, T]: ...
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self if obj is None else MethodType(self, obj)
+
+
+class ConnectRestApi:
+    """Kafka Connect's REST endpoints. A hook derives from this and from
+    :class:`SyncConnectRestApi` or :class:`AsyncConnectRestApi`; each endpoint returns
+    the typed answer named below (a coroutine of it in the async hook).
+    """
 
     # --- worker -------------------------------------------------------------------------
 
-    def get_server_info(self) -> Any:
-        """``GET /``: ``{"version", "commit", "kafka_cluster_id"}``."""
-        return self._send(ApiRequest("GET", "/"))
+    @endpoint
+    def get_server_info(self) -> ApiRequest[ServerInfo]:
+        """``GET /``: the worker's ``version``, ``commit`` and ``kafka_cluster_id``."""
+        return ApiRequest("GET", "/", result=ServerInfo.from_json)
 
-    def get_health(self) -> Any:
-        """``GET /health`` (KIP-1017): ``{"status", "message"}``.
+    @endpoint
+    def get_health(self) -> ApiRequest[WorkerHealth]:
+        """``GET /health`` (KIP-1017): ``status`` and ``message``.
 
         A starting (503) or unhealthy (500) worker's JSON answer is returned, not raised.
         """
-        return self._send(ApiRequest("GET", "/health", answers=frozenset({500, 503})))
+        return ApiRequest("GET", "/health", answers=frozenset({500, 503}),
+                          result=WorkerHealth.from_json)
 
     # --- connectors ---------------------------------------------------------------------
 
-    def list_connectors(self, expand: Sequence[str] = ()) -> Any:
+    @endpoint
+    def list_connectors(self, expand: Sequence[str] = ()
+                        ) -> ApiRequest[list[Any] | dict[str, Any]]:
         """``GET /connectors``: names; with ``expand`` (``"status"``, ``"info"``) a dict
-        ``{name: {"status": ..., "info": ...}}``."""
+        ``{name: {"status": ..., "info": ...}}`` (as JSON)."""
         kinds = (expand,) if isinstance(expand, str) else tuple(expand)
-        return self._send(ApiRequest("GET", "/connectors",
-                                     params=tuple(("expand", kind) for kind in kinds)))
+        return ApiRequest("GET", "/connectors", params=tuple(("expand", kind) for kind in kinds),
+                          result=_json_object_or_list)
 
-    def get_connector(self, name: str) -> Any:
-        """``GET /connectors/{c}``: ``{"name", "config", "tasks", "type"}``."""
-        return self._send(ApiRequest("GET", f"/connectors/{segment(name)}"))
+    @endpoint
+    def get_connector(self, name: str) -> ApiRequest[ConnectorInfo]:
+        """``GET /connectors/{c}``: name, config, tasks and type."""
+        return ApiRequest("GET", f"/connectors/{segment(name)}", result=ConnectorInfo.from_json)
 
-    def get_connector_config(self, name: str) -> Any:
+    @endpoint
+    def get_connector_config(self, name: str) -> ApiRequest[dict[str, str]]:
         """``GET /connectors/{c}/config``: the stored config."""
-        return self._send(ApiRequest("GET", f"/connectors/{segment(name)}/config"))
+        return ApiRequest("GET", f"/connectors/{segment(name)}/config",
+                          result=config_map)
 
+    @endpoint
     def create_connector(self, name: str, config: Mapping[str, Any],
-                         initial_state: str | None = None) -> Any:
+                         initial_state: str | None = None) -> ApiRequest[ConnectorInfo]:
         """``POST /connectors``; :class:`ConnectorAlreadyExistsError` if ``name`` exists.
 
         ``initial_state`` (KIP-980): ``RUNNING``, ``PAUSED`` or ``STOPPED``.
@@ -200,118 +196,157 @@ class ConnectRestApi:
         body: dict[str, Any] = {"name": name, "config": dict(config)}
         if initial_state is not None:
             body["initial_state"] = initial_state
-        return self._send(ApiRequest("POST", "/connectors", json=body, context=CREATE))
+        return ApiRequest("POST", "/connectors", json=body, context=CREATE,
+                          result=ConnectorInfo.from_json)
 
-    def put_connector_config(self, name: str, config: Mapping[str, Any]) -> Any:
+    @endpoint
+    def put_connector_config(self, name: str, config: Mapping[str, Any]
+                             ) -> ApiRequest[ConnectorInfo]:
         """``PUT /connectors/{c}/config``: create or replace; returns the connector info."""
-        return self._send(ApiRequest("PUT", f"/connectors/{segment(name)}/config",
-                                     json=dict(config)))
+        return ApiRequest("PUT", f"/connectors/{segment(name)}/config", json=dict(config),
+                          result=ConnectorInfo.from_json)
 
-    def patch_connector_config(self, name: str, config: Mapping[str, Any]) -> Any:
+    @endpoint
+    def patch_connector_config(self, name: str, config: Mapping[str, Any]
+                               ) -> ApiRequest[ConnectorInfo]:
         """``PATCH /connectors/{c}/config``: merge ``config`` (``None`` values remove
-        keys)."""
-        return self._send(ApiRequest("PATCH", f"/connectors/{segment(name)}/config",
-                                     json=dict(config)))
+        keys); returns the connector info."""
+        return ApiRequest("PATCH", f"/connectors/{segment(name)}/config", json=dict(config),
+                          result=ConnectorInfo.from_json)
 
-    def delete_connector(self, name: str) -> Any:
+    @endpoint
+    def delete_connector(self, name: str) -> ApiRequest[None]:
         """``DELETE /connectors/{c}``."""
-        return self._send(ApiRequest("DELETE", f"/connectors/{segment(name)}"))
+        return ApiRequest("DELETE", f"/connectors/{segment(name)}", result=_no_content)
 
-    def get_connector_status(self, name: str) -> Any:
-        """``GET /connectors/{c}/status``: ``{"name", "connector", "tasks", "type"}``."""
-        return self._send(ApiRequest("GET", f"/connectors/{segment(name)}/status"))
+    @endpoint
+    def get_connector_status(self, name: str) -> ApiRequest[ConnectorStatus]:
+        """``GET /connectors/{c}/status``: the connector's and its tasks' states."""
+        return ApiRequest("GET", f"/connectors/{segment(name)}/status",
+                          result=ConnectorStatus.from_json)
 
-    def get_connector_topics(self, name: str) -> Any:
+    @endpoint
+    def get_connector_topics(self, name: str) -> ApiRequest[list[str]]:
         """``GET /connectors/{c}/topics`` (KIP-558): the topic names, unwrapped."""
-        return self._send(ApiRequest("GET", f"/connectors/{segment(name)}/topics",
-                                     result=_unwrap_topics(name)))
+        return ApiRequest("GET", f"/connectors/{segment(name)}/topics",
+                          result=_unwrap_topics(name))
 
-    def reset_connector_topics(self, name: str) -> Any:
+    @endpoint
+    def reset_connector_topics(self, name: str) -> ApiRequest[None]:
         """``PUT /connectors/{c}/topics/reset``."""
-        return self._send(ApiRequest("PUT", f"/connectors/{segment(name)}/topics/reset"))
+        return ApiRequest("PUT", f"/connectors/{segment(name)}/topics/reset",
+                          result=_no_content)
 
-    def pause_connector(self, name: str) -> Any:
+    @endpoint
+    def pause_connector(self, name: str) -> ApiRequest[None]:
         """``PUT /connectors/{c}/pause`` (asynchronous on the worker: 202)."""
-        return self._send(ApiRequest("PUT", f"/connectors/{segment(name)}/pause"))
+        return ApiRequest("PUT", f"/connectors/{segment(name)}/pause",
+                          result=_no_content)
 
-    def resume_connector(self, name: str) -> Any:
+    @endpoint
+    def resume_connector(self, name: str) -> ApiRequest[None]:
         """``PUT /connectors/{c}/resume`` (asynchronous on the worker: 202)."""
-        return self._send(ApiRequest("PUT", f"/connectors/{segment(name)}/resume"))
+        return ApiRequest("PUT", f"/connectors/{segment(name)}/resume",
+                          result=_no_content)
 
-    def stop_connector(self, name: str) -> Any:
+    @endpoint
+    def stop_connector(self, name: str) -> ApiRequest[None]:
         """``PUT /connectors/{c}/stop`` (KIP-875)."""
-        return self._send(ApiRequest("PUT", f"/connectors/{segment(name)}/stop"))
+        return ApiRequest("PUT", f"/connectors/{segment(name)}/stop", result=_no_content)
 
+    @endpoint
     def restart_connector(self, name: str, include_tasks: bool = False,
-                          only_failed: bool = False) -> Any:
+                          only_failed: bool = False) -> ApiRequest[ConnectorStatus | None]:
         """``POST /connectors/{c}/restart``: ``None`` (204), or the connector status (202)
         when either flag is set."""
         params = (("includeTasks", _flag(include_tasks)), ("onlyFailed", _flag(only_failed)))
-        return self._send(ApiRequest("POST", f"/connectors/{segment(name)}/restart",
-                                     params=params))
+        return ApiRequest("POST", f"/connectors/{segment(name)}/restart", params=params,
+                          result=_optional(ConnectorStatus.from_json))
 
     # --- tasks --------------------------------------------------------------------------
 
-    def list_tasks(self, name: str) -> Any:
-        """``GET /connectors/{c}/tasks``: ``[{"id": {"connector", "task"}, "config"}]``."""
-        return self._send(ApiRequest("GET", f"/connectors/{segment(name)}/tasks"))
+    @endpoint
+    def list_tasks(self, name: str) -> ApiRequest[list[TaskInfo]]:
+        """``GET /connectors/{c}/tasks``: each task's id and config."""
+        def tasks(body: Any) -> list[TaskInfo]:
+            return [TaskInfo.from_json(task) for task in _json_list(body)]
+        return ApiRequest("GET", f"/connectors/{segment(name)}/tasks", result=tasks)
 
-    def get_task_status(self, name: str, task_id: int) -> Any:
+    @endpoint
+    def get_task_status(self, name: str, task_id: int) -> ApiRequest[TaskStatus]:
         """``GET /connectors/{c}/tasks/{t}/status``."""
-        return self._send(ApiRequest(
-            "GET", f"/connectors/{segment(name)}/tasks/{segment(task_id)}/status"))
+        return ApiRequest("GET", f"/connectors/{segment(name)}/tasks/{segment(task_id)}/status",
+                          result=TaskStatus.from_json)
 
-    def restart_task(self, name: str, task_id: int) -> Any:
+    @endpoint
+    def restart_task(self, name: str, task_id: int) -> ApiRequest[None]:
         """``POST /connectors/{c}/tasks/{t}/restart``."""
-        return self._send(ApiRequest(
-            "POST", f"/connectors/{segment(name)}/tasks/{segment(task_id)}/restart"))
+        return ApiRequest("POST", f"/connectors/{segment(name)}/tasks/{segment(task_id)}/restart",
+                          result=_no_content)
 
     # --- offsets (KIP-875) --------------------------------------------------------------
 
-    def get_offsets(self, name: str) -> Any:
-        """``GET /connectors/{c}/offsets``: ``{"offsets": [{"partition", "offset"}]}``."""
-        return self._send(ApiRequest("GET", f"/connectors/{segment(name)}/offsets"))
+    @endpoint
+    def get_offsets(self, name: str) -> ApiRequest[ConnectorOffsets]:
+        """``GET /connectors/{c}/offsets``: the committed ``{"partition", "offset"}``s."""
+        return ApiRequest("GET", f"/connectors/{segment(name)}/offsets",
+                          result=ConnectorOffsets.from_json)
 
-    def alter_offsets(self, name: str, offsets: Sequence[Mapping[str, Any]]) -> Any:
-        """``PATCH /connectors/{c}/offsets`` of a STOPPED connector: ``{"message"}``."""
+    @endpoint
+    def alter_offsets(self, name: str, offsets: Sequence[Mapping[str, Any]]
+                      ) -> ApiRequest[Message]:
+        """``PATCH /connectors/{c}/offsets`` of a STOPPED connector: Connect's message."""
         body = {"offsets": [dict(entry) for entry in offsets]}
-        return self._send(ApiRequest("PATCH", f"/connectors/{segment(name)}/offsets",
-                                     json=body))
+        return ApiRequest("PATCH", f"/connectors/{segment(name)}/offsets", json=body,
+                          result=Message.from_json)
 
-    def reset_offsets(self, name: str) -> Any:
-        """``DELETE /connectors/{c}/offsets`` of a STOPPED connector: ``{"message"}``."""
-        return self._send(ApiRequest("DELETE", f"/connectors/{segment(name)}/offsets"))
+    @endpoint
+    def reset_offsets(self, name: str) -> ApiRequest[Message]:
+        """``DELETE /connectors/{c}/offsets`` of a STOPPED connector: Connect's message."""
+        return ApiRequest("DELETE", f"/connectors/{segment(name)}/offsets",
+                          result=Message.from_json)
 
     # --- plugins ------------------------------------------------------------------------
 
-    def list_connector_plugins(self, connectors_only: bool = True) -> Any:
-        """``GET /connector-plugins``: ``[{"class", "type", "version"}]``."""
-        return self._send(ApiRequest("GET", "/connector-plugins",
-                                     params=(("connectorsOnly", _flag(connectors_only)),)))
+    @endpoint
+    def list_connector_plugins(self, connectors_only: bool = True) -> ApiRequest[list[Any]]:
+        """``GET /connector-plugins``: ``[{"class", "type", "version"}]`` (as JSON)."""
+        return ApiRequest("GET", "/connector-plugins",
+                          params=(("connectorsOnly", _flag(connectors_only)),),
+                          result=_json_list)
 
-    def get_plugin_config(self, plugin: str) -> Any:
-        """``GET /connector-plugins/{p}/config``: the plugin's config definitions."""
-        return self._send(ApiRequest("GET", f"/connector-plugins/{segment(plugin)}/config"))
+    @endpoint
+    def get_plugin_config(self, plugin: str) -> ApiRequest[list[Any]]:
+        """``GET /connector-plugins/{p}/config``: the plugin's config definitions (as
+        JSON)."""
+        return ApiRequest("GET", f"/connector-plugins/{segment(plugin)}/config",
+                          result=_json_list)
 
-    def validate_connector_config(self, plugin: str, config: Mapping[str, Any]) -> Any:
-        """``PUT /connector-plugins/{p}/config/validate``: ``{"error_count", "configs"...}``
-        (an invalid config is a 200 with ``error_count > 0``, not an error)."""
-        return self._send(ApiRequest(
-            "PUT", f"/connector-plugins/{segment(plugin)}/config/validate", json=dict(config)))
+    @endpoint
+    def validate_connector_config(self, plugin: str, config: Mapping[str, Any]
+                                  ) -> ApiRequest[ConfigValidation]:
+        """``PUT /connector-plugins/{p}/config/validate`` (an invalid config is a 200 with
+        ``error_count > 0``, not an error)."""
+        return ApiRequest("PUT", f"/connector-plugins/{segment(plugin)}/config/validate",
+                          json=dict(config), result=ConfigValidation.from_json)
 
     # --- loggers (KIP-495) --------------------------------------------------------------
 
-    def list_loggers(self) -> Any:
-        """``GET /admin/loggers``: ``{logger: {"level", "last_modified"}}``."""
-        return self._send(ApiRequest("GET", "/admin/loggers"))
+    @endpoint
+    def list_loggers(self) -> ApiRequest[dict[str, Any]]:
+        """``GET /admin/loggers``: ``{logger: {"level", "last_modified"}}`` (as JSON)."""
+        return ApiRequest("GET", "/admin/loggers", result=_json_object)
 
-    def get_logger(self, name: str) -> Any:
-        """``GET /admin/loggers/{l}``: ``{"level", "last_modified"}``."""
-        return self._send(ApiRequest("GET", f"/admin/loggers/{segment(name)}"))
+    @endpoint
+    def get_logger(self, name: str) -> ApiRequest[dict[str, Any]]:
+        """``GET /admin/loggers/{l}``: ``{"level", "last_modified"}`` (as JSON)."""
+        return ApiRequest("GET", f"/admin/loggers/{segment(name)}", result=_json_object)
 
-    def set_logger_level(self, name: str, level: str, scope: str | None = None) -> Any:
+    @endpoint
+    def set_logger_level(self, name: str, level: str, scope: str | None = None
+                         ) -> ApiRequest[list[Any] | None]:
         """``PUT /admin/loggers/{l}``: the loggers changed (scope ``worker``, the default),
         or ``None`` (scope ``cluster``, KIP-976)."""
         params = (("scope", scope),) if scope is not None else ()
-        return self._send(ApiRequest("PUT", f"/admin/loggers/{segment(name)}", params=params,
-                                     json={"level": level}))
+        return ApiRequest("PUT", f"/admin/loggers/{segment(name)}", params=params,
+                          json={"level": level}, result=_optional(_json_list))

@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import random
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
@@ -29,10 +30,11 @@ from airflow_provider.exceptions import (
     KafkaConnectTransportError,
     RebalanceInProgressError,
 )
-from airflow_provider.hooks._api import ApiRequest
+from airflow_provider.hooks._request import ApiRequest
 from airflow_provider.hooks.connection import ConnectionSettings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HEADERS = {
     "Accept": "application/json",
@@ -103,11 +105,29 @@ def make_async_client(settings: ConnectionSettings,
     return httpx.AsyncClient(transport=transport, **client_kwargs(settings))
 
 
-def transport_error(request: ApiRequest, exc: httpx.HTTPError) -> KafkaConnectTransportError:
+def transport_error(request: ApiRequest[Any], exc: httpx.HTTPError
+                    ) -> KafkaConnectTransportError:
     """The provider's error for a request that got no HTTP answer (raise it ``from exc``)."""
     detail = str(exc) or type(exc).__name__
     return KafkaConnectTransportError(
         f"{request.method} {request.path} got no answer: {type(exc).__name__}: {detail}")
+
+
+def http_request(client: httpx.Client | httpx.AsyncClient, request: ApiRequest[Any]
+                 ) -> httpx.Request:
+    """``request`` as httpx's request on ``client`` (its base URL, auth and timeout)."""
+    return client.build_request(request.method, request.path,
+                                params=list(request.params) or None, json=request.json)
+
+
+@contextmanager
+def no_answer_errors(request: ApiRequest[Any]) -> Iterator[None]:
+    """Turn httpx's transport errors while sending ``request`` into
+    :class:`KafkaConnectTransportError` (chained, so the retry rules see the cause)."""
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise transport_error(request, exc) from exc
 
 
 # --- retries --------------------------------------------------------------------------------
@@ -124,7 +144,7 @@ def _is_tls_failure(exc: BaseException) -> bool:
     return False
 
 
-def is_retryable(request: ApiRequest, exc: BaseException) -> bool:
+def is_retryable(request: ApiRequest[Any], exc: BaseException) -> bool:
     """Whether ``request`` may be sent again after failing with ``exc``."""
     if isinstance(exc, RebalanceInProgressError):
         return True
@@ -158,7 +178,7 @@ class RetryPolicy:
         ceiling = min(self.retry_max_delay, self.retry_delay * 2 ** (attempt - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
-    def _options(self, request: ApiRequest) -> dict[str, Any]:
+    def _options(self, request: ApiRequest[Any]) -> dict[str, Any]:
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
             if isinstance(exc, RebalanceInProgressError):
@@ -178,10 +198,11 @@ class RetryPolicy:
             "reraise": True,
         }
 
-    def call(self, request: ApiRequest, send: Callable[[ApiRequest], Any]) -> Any:
+    def call(self, request: ApiRequest[T], send: Callable[[ApiRequest[T]], T]) -> T:
         """``send(request)``, repeated per this policy; the last error is raised."""
         return Retrying(**self._options(request))(send, request)
 
-    async def acall(self, request: ApiRequest, send: Callable[[ApiRequest], Any]) -> Any:
+    async def acall(self, request: ApiRequest[T],
+                    send: Callable[[ApiRequest[T]], Awaitable[T]]) -> T:
         """``await send(request)``, repeated per this policy; the last error is raised."""
         return await AsyncRetrying(**self._options(request))(send, request)

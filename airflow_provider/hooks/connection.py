@@ -1,4 +1,5 @@
-"""What a ``kafka_connect`` Airflow connection holds, parsed once for every hook.
+"""What a ``kafka_connect`` Airflow connection holds, parsed once for every hook (see
+:mod:`airflow_provider.hooks.base` for the lookup, sync and async).
 
 Standard fields: ``host`` (a hostname or a full URL such as ``https://connect:8083``),
 ``port``, ``schema`` (``http`` or ``https`` when ``host`` is a bare name), ``login`` /
@@ -18,6 +19,7 @@ Standard fields: ``host`` (a hostname or a full URL such as ``https://connect:80
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -31,13 +33,23 @@ EXTRA_PREFIX = "extra__kafka_connect__"
 
 
 class ConnectionLike(Protocol):
-    """The parts of ``airflow.sdk.Connection`` read here (kept structural for unit tests)."""
+    """The parts of ``airflow.sdk.Connection`` read here (kept structural for unit tests;
+    read-only, so frozen objects qualify too)."""
 
-    host: str | None
-    port: int | None
-    schema: str | None
-    login: str | None
-    password: str | None
+    @property
+    def host(self) -> str | None: ...
+
+    @property
+    def port(self) -> int | None: ...
+
+    @property
+    def schema(self) -> str | None: ...
+
+    @property
+    def login(self) -> str | None: ...
+
+    @property
+    def password(self) -> str | None: ...
 
     @property
     def extra_dejson(self) -> dict[str, Any]: ...
@@ -67,11 +79,14 @@ class ConnectionSettings:
     kafka_config: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_connection(cls, conn: ConnectionLike) -> ConnectionSettings:
+    def from_connection(cls, conn: ConnectionLike,
+                        extra: Mapping[str, Any] | None = None) -> ConnectionSettings:
+        """Validate ``conn``. ``extra``: its extras when already read (the async lookup
+        reads them with ``aextra_dejson()``); by default ``conn.extra_dejson``."""
+        given = conn.extra_dejson if extra is None else extra
         # Forms may store extras as ``extra__kafka_connect__<field>``; accept both spellings.
-        extra = {key.removeprefix(EXTRA_PREFIX): value
-                 for key, value in (conn.extra_dejson or {}).items()}
-        timeout = extra.get("timeout", DEFAULT_TIMEOUT_S)
+        fields = {key.removeprefix(EXTRA_PREFIX): value for key, value in (given or {}).items()}
+        timeout = fields.get("timeout", DEFAULT_TIMEOUT_S)
         try:
             timeout = float(timeout)
         except (TypeError, ValueError):
@@ -80,7 +95,7 @@ class ConnectionSettings:
             ) from None
         if timeout <= 0:
             raise KafkaConnectConfigError("connection extra 'timeout' must be positive")
-        kafka_config = extra.get("kafka_config") or {}
+        kafka_config = fields.get("kafka_config") or {}
         if isinstance(kafka_config, str):
             try:
                 kafka_config = json.loads(kafka_config)
@@ -89,31 +104,34 @@ class ConnectionSettings:
                     "connection extra 'kafka_config' must be a JSON object") from None
         if not isinstance(kafka_config, dict):
             raise KafkaConnectConfigError("connection extra 'kafka_config' must be a JSON object")
-        client_cert, client_key = extra.get("client_cert"), extra.get("client_key")
+        client_cert, client_key = fields.get("client_cert"), fields.get("client_key")
         if client_key and not client_cert:
             raise KafkaConnectConfigError("connection extra 'client_key' needs 'client_cert'")
         return cls(
             base_url=_base_url(conn),
             auth=(conn.login, conn.password or "") if conn.login else None,
-            verify=_as_bool(extra.get("verify", True), "verify"),
-            ca_bundle=extra.get("ca_bundle") or None,
+            verify=_as_bool(fields.get("verify", True), "verify"),
+            ca_bundle=fields.get("ca_bundle") or None,
             client_cert=client_cert or None,
             client_key=client_key or None,
             timeout=timeout,
-            bootstrap_servers=extra.get("bootstrap_servers") or None,
-            status_topic=extra.get("status_topic") or DEFAULT_STATUS_TOPIC,
+            bootstrap_servers=fields.get("bootstrap_servers") or None,
+            status_topic=fields.get("status_topic") or DEFAULT_STATUS_TOPIC,
             kafka_config={str(k): str(v) for k, v in kafka_config.items()},
         )
 
-    def consumer_config(self) -> dict[str, str]:
-        """librdkafka settings for reading the status topic (no group: partitions are
-        assigned, nothing is committed)."""
+    def kafka_client_config(self) -> dict[str, str]:
+        """librdkafka settings of any client of the connection's Kafka cluster."""
         if not self.bootstrap_servers:
             raise KafkaConnectConfigError(
                 "the connection has no 'bootstrap_servers' extra; the status topic cannot "
                 "be read (use the REST status sensor instead)")
-        return {**self.kafka_config, "bootstrap.servers": self.bootstrap_servers,
-                "group.id": "airflow-kafka-connect-status-reader",
+        return {**self.kafka_config, "bootstrap.servers": self.bootstrap_servers}
+
+    def consumer_config(self) -> dict[str, str]:
+        """librdkafka settings for reading the status topic (no group: partitions are
+        assigned, nothing is committed)."""
+        return {**self.kafka_client_config(), "group.id": "airflow-kafka-connect-status-reader",
                 "enable.auto.commit": "false", "enable.auto.offset.store": "false"}
 
 

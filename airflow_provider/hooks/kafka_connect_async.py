@@ -1,32 +1,34 @@
 """The asynchronous Kafka Connect hook, for triggers: the same API over ``httpx.AsyncClient``.
 
-Every method of :class:`~airflow_provider.hooks._api.ConnectRestApi` returns a coroutine::
+Every method of :class:`~airflow_provider.hooks._api.ConnectRestApi` returns a coroutine of
+its typed answer (:mod:`airflow_provider.hooks.results`)::
 
     async with KafkaConnectAsyncHook("kafka_connect_default") as hook:
-        status = await hook.get_connector_status("orders-source")
+        status = await hook.get_connector_status("orders-source")  # a ConnectorStatus
 
-The connection is read with ``BaseHook.aget_connection`` (never the blocking lookup: in the
-triggerer that would stall the event loop).
+The connection is read with
+:meth:`~airflow_provider.hooks.base.KafkaConnectBaseHook.aget_settings` (never the blocking
+lookup: in the triggerer that would stall the event loop).
 """
 
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
-from airflow.sdk import BaseHook
 
-from airflow_provider.hooks._api import ApiRequest, ConnectRestApi, handle_response
-from airflow_provider.hooks._transport import (
-    RetryPolicy,
-    make_async_client,
-    transport_error,
-)
+from airflow_provider.hooks._api import AsyncConnectRestApi, ConnectRestApi
+from airflow_provider.hooks._request import ApiRequest, handle_response
+from airflow_provider.hooks._transport import http_request, make_async_client, no_answer_errors
+from airflow_provider.hooks.base import KafkaConnectRestBaseHook
 from airflow_provider.hooks.connection import ConnectionSettings
 
+T = TypeVar("T")
 
-class KafkaConnectAsyncHook(BaseHook, ConnectRestApi):
+
+class KafkaConnectAsyncHook(KafkaConnectRestBaseHook[httpx.AsyncClient, httpx.AsyncBaseTransport],
+                            ConnectRestApi, AsyncConnectRestApi):
     """Kafka Connect's REST API, asynchronously (triggers, deferrable operators).
 
     Parameters as :class:`~airflow_provider.hooks.kafka_connect.KafkaConnectHook`
@@ -35,37 +37,12 @@ class KafkaConnectAsyncHook(BaseHook, ConnectRestApi):
     :meth:`aclose` (or use ``async with``) when done.
     """
 
-    conn_name_attr = "kafka_connect_conn_id"
-    default_conn_name = "kafka_connect_default"
-    conn_type = "kafka_connect"
-    hook_name = "Kafka Connect"
-
-    def __init__(self, kafka_connect_conn_id: str = default_conn_name, *,
-                 retry_limit: int = 5, retry_delay: float = 1.0, retry_max_delay: float = 30.0,
-                 transport: httpx.AsyncBaseTransport | None = None,
-                 logger_name: str | None = None) -> None:
-        super().__init__(logger_name=logger_name)
-        self.kafka_connect_conn_id = kafka_connect_conn_id
-        self.retry_limit = retry_limit
-        self.retry_delay = retry_delay
-        self.retry_max_delay = retry_max_delay
-        RetryPolicy(retry_limit, retry_delay, retry_max_delay)  # fail fast on bad values
-        self._transport = transport
-        self._settings: ConnectionSettings | None = None
-        self._client: httpx.AsyncClient | None = None
-
     # --- connection ---------------------------------------------------------------------
-
-    async def aget_settings(self) -> ConnectionSettings:
-        """The connection's settings, read once from Airflow without blocking the loop."""
-        if self._settings is None:
-            conn = await self.aget_connection(self.kafka_connect_conn_id)
-            self._settings = ConnectionSettings.from_connection(conn)
-        return self._settings
 
     @property
     def settings(self) -> ConnectionSettings:
-        """The settings once :meth:`aget_settings` (or any request) has loaded them."""
+        """The settings once :meth:`aget_settings` (or any request) has loaded them; never
+        the blocking lookup."""
         if self._settings is None:
             raise RuntimeError("await hook.aget_settings() before reading hook.settings")
         return self._settings
@@ -95,16 +72,11 @@ class KafkaConnectAsyncHook(BaseHook, ConnectRestApi):
 
     # --- requests -----------------------------------------------------------------------
 
-    async def _send(self, request: ApiRequest) -> Any:
-        policy = RetryPolicy(self.retry_limit, self.retry_delay, self.retry_max_delay)
-        return await policy.acall(request, self._send_once)
+    async def _send(self, request: ApiRequest[T]) -> T:
+        return await self.retry_policy.acall(request, self._send_once)
 
-    async def _send_once(self, request: ApiRequest) -> Any:
+    async def _send_once(self, request: ApiRequest[T]) -> T:
         client = await self.aget_conn()
-        try:
-            response = await client.request(request.method, request.path,
-                                            params=list(request.params) or None,
-                                            json=request.json)
-        except httpx.TransportError as exc:
-            raise transport_error(request, exc) from exc
+        with no_answer_errors(request):
+            response = await client.send(http_request(client, request))
         return handle_response(request, response.status_code, response.text)

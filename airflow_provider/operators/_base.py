@@ -1,5 +1,5 @@
 """What every Kafka Connect operator shares: the hook, the status link, state waits and
-topic Asset events."""
+topic Asset events (named after the cluster of :attr:`TopicAssetsMixin.kafka_hook`)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,10 @@ from airflow.sdk import BaseOperator, Context
 
 from airflow_provider.assets import TopicAssetsMixin
 from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
-from airflow_provider.exceptions import (
-    ConnectorFailedError,
-    KafkaConnectTransportError,
-    NotFoundError,
-    RebalanceInProgressError,
-    StateTimeoutError,
-)
+from airflow_provider.events import connector_failed
+from airflow_provider.exceptions import WAIT_OUT_ERRORS, StateTimeoutError
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
+from airflow_provider.hooks.results import ConnectorStatus
 from airflow_provider.links import ConnectorStatusLink
 
 DEFAULT_STATE_TIMEOUT_S = 300.0
@@ -29,7 +25,7 @@ DEFAULT_POLL_INTERVAL_S = 1.0
 def wait_for_state(hook: KafkaConnectHook, connector: str, target_state: str, *,
                    wait_for_tasks: bool = True, timeout: float = DEFAULT_STATE_TIMEOUT_S,
                    poll_interval: float = DEFAULT_POLL_INTERVAL_S,
-                   log: Any = None) -> dict[str, Any]:
+                   log: Any = None) -> ConnectorStatus:
     """Poll ``GET /connectors/{c}/status`` until the target is met; return that status.
 
     Raises :class:`ConnectorFailedError` (with the trace) as soon as the connector or a
@@ -42,15 +38,14 @@ def wait_for_state(hook: KafkaConnectHook, connector: str, target_state: str, *,
     while True:
         try:
             status = hook.get_connector_status(connector)
-        except (NotFoundError, RebalanceInProgressError, KafkaConnectTransportError) as exc:
+        except WAIT_OUT_ERRORS as exc:
             detail = f"status unavailable: {exc}"
         else:
             outcome = evaluate_rest_status(status, target, wait_for_tasks=wait_for_tasks)
             if outcome.verdict is Verdict.MET:
                 return status
             if outcome.verdict is Verdict.FAILED:
-                raise ConnectorFailedError(connector, f"connector {connector!r}: "
-                                           f"{outcome.detail}", trace=outcome.trace)
+                raise connector_failed(connector, outcome.detail, outcome.trace)
             detail = outcome.detail
         if time.monotonic() >= deadline:
             raise StateTimeoutError(f"connector {connector!r} did not reach {target} within "
@@ -88,5 +83,4 @@ class KafkaConnectBaseOperator(TopicAssetsMixin, BaseOperator):
 
     def emit_active_topics(self, context: Context) -> list[str]:
         """Emit Asset events for the connector's active topics (``GET .../topics``)."""
-        return self.emit_connector_topics(context, self.hook.get_connector_topics(self.connector),
-                                          self.hook.settings.bootstrap_servers)
+        return self.emit_connector_topics(context, self.hook.get_connector_topics(self.connector))

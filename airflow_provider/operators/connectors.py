@@ -32,15 +32,6 @@ def _as_connect_config(config: Mapping[str, Any]) -> dict[str, str]:
     return {str(key): text(value) for key, value in config.items() if value is not None}
 
 
-def _validation_errors(result: Mapping[str, Any]) -> list[str]:
-    errors = []
-    for entry in result.get("configs") or ():
-        value = entry.get("value") or {}
-        for message in value.get("errors") or ():
-            errors.append(f"{value.get('name')}: {message}")
-    return errors
-
-
 class KafkaConnectCreateOrUpdateConnectorOperator(KafkaConnectBaseOperator):
     """Make the connector exist with exactly ``config`` (idempotent).
 
@@ -74,8 +65,9 @@ class KafkaConnectCreateOrUpdateConnectorOperator(KafkaConnectBaseOperator):
         if self.validate:
             result = self.hook.validate_connector_config(
                 desired["connector.class"], {**desired, "name": self.connector})
-            if result.get("error_count"):
-                raise InvalidConnectorConfigError(self.connector, _validation_errors(result))
+            if result.error_count:
+                raise InvalidConnectorConfigError(self.connector, result.errors)
+        current: dict[str, str] | None
         try:
             current = self.hook.get_connector_config(self.connector)
         except NotFoundError:
@@ -145,7 +137,7 @@ class _StateChangeOperator(KafkaConnectBaseOperator):
                                 poll_interval=self.poll_interval, log=self.log)
         if self.emit_topic_assets and self.target_state == "RUNNING":
             self.emit_active_topics(context)
-        return status
+        return status.to_dict()  # XCom: the status body as Kafka Connect sent it
 
 
 class KafkaConnectPauseConnectorOperator(_StateChangeOperator):
@@ -190,4 +182,4 @@ class KafkaConnectRestartConnectorOperator(KafkaConnectBaseOperator):
                                              only_failed=self.only_failed)
         self.log.info("Restart of %s requested (include_tasks=%s, only_failed=%s)",
                       self.connector, self.include_tasks, self.only_failed)
-        return result
+        return None if result is None else result.to_dict()

@@ -12,20 +12,22 @@ from typing import Any
 
 from airflow.sdk import Context
 
+from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.offsets import validate_offsets
 from airflow_provider.operators._base import KafkaConnectBaseOperator
 
 
-def connector_type(hook: Any, connector: str) -> str | None:
+def connector_type(hook: KafkaConnectHook, connector: str) -> str | None:
     """``"source"`` or ``"sink"`` from the connector's status (``None`` if not reported)."""
-    return hook.get_connector_status(connector).get("type")
+    return hook.get_connector_status(connector).type
 
 
 class KafkaConnectGetOffsetsOperator(KafkaConnectBaseOperator):
-    """Return the connector's committed offsets (``GET /connectors/{c}/offsets``) to XCom."""
+    """Return the connector's committed offsets (``GET /connectors/{c}/offsets``) to XCom:
+    ``[{"partition", "offset"}]``."""
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        offsets = self.hook.get_offsets(self.connector).get("offsets", [])
+        offsets = self.hook.get_offsets(self.connector).to_list()
         self.log.info("Connector %s has offsets for %d partition(s)", self.connector,
                       len(offsets))
         return offsets
@@ -42,20 +44,20 @@ class KafkaConnectAlterOffsetsOperator(KafkaConnectBaseOperator):
         super().__init__(**kwargs)
         self.offsets = offsets
 
-    def execute(self, context: Context) -> dict[str, Any] | None:
+    def execute(self, context: Context) -> dict[str, Any]:
         offsets = validate_offsets(self.offsets, connector_type(self.hook, self.connector))
         result = self.hook.alter_offsets(self.connector, offsets)
         self.log.info("Altered %d offset(s) of connector %s", len(offsets), self.connector)
-        return result
+        return result.to_dict()  # XCom: Connect's {"message"}
 
 
 class KafkaConnectResetOffsetsOperator(KafkaConnectBaseOperator):
     """``DELETE /connectors/{c}/offsets``: forget every committed offset."""
 
-    def execute(self, context: Context) -> dict[str, Any] | None:
+    def execute(self, context: Context) -> dict[str, Any]:
         result = self.hook.reset_offsets(self.connector)
         self.log.info("Reset the offsets of connector %s", self.connector)
-        return result
+        return result.to_dict()  # XCom: Connect's {"message"}
 
 
 class KafkaConnectResetTopicsOperator(KafkaConnectBaseOperator):

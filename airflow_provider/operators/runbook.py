@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow.sdk import Context
 
+from airflow_provider.hooks.results import ConnectorStatus
 from airflow_provider.offsets import validate_offsets
 from airflow_provider.operators._base import (
     DEFAULT_POLL_INTERVAL_S,
@@ -76,11 +77,10 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {ACTIONS}, got {self.action!r}")
         status = self.hook.get_connector_status(self.connector)
-        connector_type = status.get("type")
-        initial_state = (status.get("connector") or {}).get("state", "")
+        connector_type, initial_state = status.type, status.state
         new_offsets = self._checked_offsets(action, connector_type)
 
-        before = self.hook.get_offsets(self.connector).get("offsets", [])
+        before = self.hook.get_offsets(self.connector).to_list()
         context["ti"].xcom_push(key=SNAPSHOT_XCOM_KEY, value=before)
         self.log.info("Connector %s (%s, %s): snapshot of %d offset(s) pushed to XCom %r",
                       self.connector, connector_type, initial_state, len(before),
@@ -91,11 +91,11 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
                 self.hook.stop_connector(self.connector)
             self._wait("STOPPED")
             offsets_touched = True
-            if action == "reset":
+            if new_offsets is None:  # action "reset"
                 self.hook.reset_offsets(self.connector)
             else:
                 self.hook.alter_offsets(self.connector, new_offsets)
-            after = self.hook.get_offsets(self.connector).get("offsets", [])
+            after = self.hook.get_offsets(self.connector).to_list()
             self.log.info("Offsets of %s %s: %d partition(s) now", self.connector,
                           "reset" if action == "reset" else "altered", len(after))
             self.on_offsets_applied(context, after)
@@ -116,7 +116,9 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
 
     # ------------------------------------------------------------------ helpers
 
-    def _checked_offsets(self, action: str, connector_type: str | None) -> list[dict] | None:
+    def _checked_offsets(self, action: str, connector_type: str | None
+                         ) -> list[dict[str, Any]] | None:
+        """The offsets to alter, checked; ``None`` for a reset."""
         offsets = self.offsets
         if isinstance(offsets, str):
             try:
@@ -131,7 +133,7 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
             raise ValueError("action='alter' needs offsets")
         return validate_offsets(offsets, connector_type)
 
-    def _wait(self, state: str) -> dict[str, Any]:
+    def _wait(self, state: str) -> ConnectorStatus:
         return wait_for_state(self.hook, self.connector, state,
                               wait_for_tasks=self.wait_for_tasks, timeout=self.state_timeout,
                               poll_interval=self.poll_interval, log=self.log)
@@ -148,7 +150,7 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
                 self.hook.reset_offsets(self.connector)
                 if snapshot:
                     self.hook.alter_offsets(self.connector, snapshot)
-                restored = self.hook.get_offsets(self.connector).get("offsets", [])
+                restored = self.hook.get_offsets(self.connector).to_list()
                 if _canonical(restored) != _canonical(snapshot):
                     raise RuntimeError(f"offsets read back after the restore differ from the "
                                        f"snapshot: {restored} != {snapshot}")

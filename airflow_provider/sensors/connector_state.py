@@ -11,20 +11,15 @@ from airflow.sdk import BaseSensorOperator, Context, conf
 
 from airflow_provider.assets import TopicAssetsMixin
 from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
-from airflow_provider.exceptions import (
-    ConnectorFailedError,
-    KafkaConnectError,
-    KafkaConnectTransportError,
-    NotFoundError,
-    RebalanceInProgressError,
-    StateTimeoutError,
-)
+from airflow_provider.events import ConnectorStateEventMixin, connector_failed
+from airflow_provider.exceptions import WAIT_OUT_ERRORS
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.links import ConnectorStatusLink
 from airflow_provider.triggers.connector_state import ConnectorStateTrigger, status_event
 
 
-class KafkaConnectConnectorStateSensor(TopicAssetsMixin, BaseSensorOperator):
+class KafkaConnectConnectorStateSensor(ConnectorStateEventMixin, TopicAssetsMixin,
+                                       BaseSensorOperator):
     """Wait until ``connector`` (and, with ``wait_for_tasks``, every task) is in
     ``target_state``, reading ``GET /connectors/{c}/status``. Fails at once with the trace
     when the connector or a task is FAILED (unless FAILED is the target).
@@ -54,6 +49,7 @@ class KafkaConnectConnectorStateSensor(TopicAssetsMixin, BaseSensorOperator):
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.emit_topic_assets = emit_topic_assets
         self.deferrable = deferrable
+        self._event: dict[str, Any] = {}
 
     @cached_property
     def hook(self) -> KafkaConnectHook:
@@ -63,13 +59,12 @@ class KafkaConnectConnectorStateSensor(TopicAssetsMixin, BaseSensorOperator):
         target = check_target_state(self.target_state)
         try:
             status = self.hook.get_connector_status(self.connector)
-        except (NotFoundError, RebalanceInProgressError, KafkaConnectTransportError) as exc:
+        except WAIT_OUT_ERRORS as exc:
             self.log.info("Status of %s unavailable: %s", self.connector, exc)
             return False
         outcome = evaluate_rest_status(status, target, wait_for_tasks=self.wait_for_tasks)
         if outcome.verdict is Verdict.FAILED:
-            raise ConnectorFailedError(self.connector, f"connector {self.connector!r}: "
-                                       f"{outcome.detail}", trace=outcome.trace)
+            raise connector_failed(self.connector, outcome.detail, outcome.trace)
         self.log.info("Connector %s: %s", self.connector, outcome.detail)
         if outcome.verdict is Verdict.MET:
             self._event = status_event(self.connector, target, status, outcome)
@@ -79,30 +74,18 @@ class KafkaConnectConnectorStateSensor(TopicAssetsMixin, BaseSensorOperator):
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             super().execute(context)
-            return self._succeed(context, self._event)
+            return self.on_state_reached(context, self._event)
         if self.poke(context):
-            return self._succeed(context, self._event)
+            return self.on_state_reached(context, self._event)
         self.defer(trigger=ConnectorStateTrigger(
             kafka_connect_conn_id=self.kafka_connect_conn_id, connector=self.connector,
             target_state=self.target_state, wait_for_tasks=self.wait_for_tasks,
             poll_interval=self.poke_interval, timeout=self.timeout),
             method_name="execute_complete", timeout=timedelta(seconds=self.timeout))
 
-    def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
-        status = event.get("status")
-        if status == "success":
-            return self._succeed(context, event)
-        if status == "failed":
-            raise ConnectorFailedError(self.connector, f"connector {self.connector!r}: "
-                                       f"{event.get('message')}", trace=event.get("trace"))
-        if status == "timeout":
-            raise StateTimeoutError(event.get("message"))
-        raise KafkaConnectError(f"waiting for {self.connector!r} failed: {event.get('message')}")
-
-    def _succeed(self, context: Context, result: dict[str, Any]) -> dict[str, Any]:
+    def on_state_reached(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Emit topic Assets (when RUNNING was awaited) and return the event for XCom:
         the same shape whether the wait was deferred or not."""
         if self.target_state.upper() == "RUNNING":
-            topics = self.hook.get_connector_topics(self.connector)
-            self.emit_connector_topics(context, topics, self.hook.settings.bootstrap_servers)
-        return result
+            self.emit_connector_topics(context, self.hook.get_connector_topics(self.connector))
+        return event

@@ -7,23 +7,19 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import BaseHook, BaseSensorOperator, Context, PokeReturnValue, conf
+from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue, conf
 
 from airflow_provider.assets import TopicAssetsMixin
 from airflow_provider.connector_state import Verdict, check_target_state
-from airflow_provider.exceptions import (
-    ConnectorFailedError,
-    KafkaConnectError,
-    KafkaConnectTransportError,
-    StateTimeoutError,
-)
-from airflow_provider.hooks.connection import ConnectionSettings
-from airflow_provider.hooks.status_topic import event_payload, read_status_view
+from airflow_provider.events import ConnectorStateEventMixin, connector_failed
+from airflow_provider.exceptions import KafkaConnectError, KafkaConnectTransportError
 from airflow_provider.links import ConnectorStatusLink
+from airflow_provider.status_records import event_payload
 from airflow_provider.triggers.status_topic import StatusTopicTrigger
 
 
-class KafkaConnectStatusTopicSensor(TopicAssetsMixin, BaseSensorOperator):
+class KafkaConnectStatusTopicSensor(ConnectorStateEventMixin, TopicAssetsMixin,
+                                    BaseSensorOperator):
     """Wait until ``connector`` (and, with ``wait_for_tasks``, its tasks) is in
     ``target_state``, reading Connect's status topic — the records every worker writes, so
     it works against connect-plane and Apache Kafka Connect alike. The connection needs
@@ -39,9 +35,11 @@ class KafkaConnectStatusTopicSensor(TopicAssetsMixin, BaseSensorOperator):
     which follows the topic with a live consumer and reacts within about 0.1 s. On success
     the status summary is returned (XCom ``return_value``), the connector's active topics
     (KIP-558 records) are pushed as XCom ``topics`` and, with ``emit_topic_assets``, one
-    Asset event per topic is emitted.
+    Asset event per topic is emitted. The topic is read with :attr:`kafka_hook`
+    (:class:`~airflow_provider.hooks.status_topic.KafkaConnectStatusTopicHook`).
     """
 
+    waiting_for = "watching the status topic for"
     template_fields: Sequence[str] = ("connector", "target_state", "expected_tasks")
     operator_extra_links = (ConnectorStatusLink(),)
     ui_color = "#d7e8f5"
@@ -99,29 +97,22 @@ class KafkaConnectStatusTopicSensor(TopicAssetsMixin, BaseSensorOperator):
         """Read the topic once: the success payload, None to keep waiting; raises on
         FAILED."""
         target = self._target()
-        settings = ConnectionSettings.from_connection(
-            BaseHook.get_connection(self.kafka_connect_conn_id))
         try:
-            view, caught_up = read_status_view(settings, self.connector)
+            view, caught_up = self.kafka_hook.read_status_view(self.connector)
         except KafkaConnectTransportError as exc:  # Kafka down: waited out, like REST
             self.log.warning("%s; retrying", exc)
             return None
         if not caught_up:
+            settings = self.kafka_hook.settings
             self.log.warning("Status topic %r not read to its end within %g s; retrying",
                              settings.status_topic, settings.timeout)
             return None
         outcome = view.evaluate(target, wait_for_tasks=self.wait_for_tasks,
                                 expected_tasks=self._expected())
         self.log.info("Connector %s: %s", self.connector, outcome.detail)
-        payload = event_payload(view, outcome, target)
         if outcome.verdict is Verdict.FAILED:
-            raise self._failed(payload)
-        return payload if outcome.verdict is Verdict.MET else None
-
-    def _failed(self, event: dict[str, Any]) -> ConnectorFailedError:
-        return ConnectorFailedError(self.connector,
-                                    f"connector {self.connector!r}: {event.get('message')}",
-                                    trace=event.get("trace"))
+            raise connector_failed(self.connector, outcome.detail, outcome.trace)
+        return event_payload(view, outcome, target) if outcome.verdict is Verdict.MET else None
 
     # ------------------------------------------------------------------------- Airflow
 
@@ -129,7 +120,7 @@ class KafkaConnectStatusTopicSensor(TopicAssetsMixin, BaseSensorOperator):
         payload = self._check()
         if payload is None:
             return False
-        return PokeReturnValue(True, xcom_value=self._on_success(context, payload))
+        return PokeReturnValue(True, xcom_value=self.on_state_reached(context, payload))
 
     def execute(self, context: Context) -> Any:
         self._resolved = False  # look the task count up again on every try
@@ -137,31 +128,16 @@ class KafkaConnectStatusTopicSensor(TopicAssetsMixin, BaseSensorOperator):
             return super().execute(context)
         payload = self._check()
         if payload is not None:
-            return self._on_success(context, payload)
+            return self.on_state_reached(context, payload)
         self.defer(trigger=StatusTopicTrigger(
             kafka_connect_conn_id=self.kafka_connect_conn_id, connector=self.connector,
             target_state=self._target(), wait_for_tasks=self.wait_for_tasks,
             expected_tasks=self._expected(), timeout=self.timeout),
             method_name="execute_complete", timeout=timedelta(seconds=self.timeout))
 
-    def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
-        """Resume after the trigger: the event on success (XCom), else raise."""
-        status = event.get("status")
-        if status == "success":
-            return self._on_success(context, event)
-        if status == "failed":
-            raise self._failed(event)
-        if status == "timeout":
-            raise StateTimeoutError(event.get("message"))
-        raise KafkaConnectError(
-            f"watching the status topic for {self.connector!r} failed: {event.get('message')}")
-
-    def _on_success(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+    def on_state_reached(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Called once the state is reached (both modes) with the status summary; its
         return value is the task's XCom. Pushes the active topics (KIP-558) as XCom
         ``topics`` and emits their Assets."""
-        settings = ConnectionSettings.from_connection(
-            BaseHook.get_connection(self.kafka_connect_conn_id))
-        self.emit_connector_topics(context, event.get("topics") or [],
-                                   settings.bootstrap_servers)
+        self.emit_connector_topics(context, event.get("topics") or [])
         return event

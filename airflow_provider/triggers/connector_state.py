@@ -15,25 +15,20 @@ from airflow_provider.connector_state import (
     check_target_state,
     evaluate_rest_status,
 )
-from airflow_provider.exceptions import (
-    KafkaConnectError,
-    KafkaConnectTransportError,
-    NotFoundError,
-    RebalanceInProgressError,
-)
+from airflow_provider.exceptions import WAIT_OUT_ERRORS, KafkaConnectError
 from airflow_provider.hooks.kafka_connect_async import KafkaConnectAsyncHook
+from airflow_provider.hooks.results import ConnectorStatus
 
 
-def status_event(connector: str, target_state: str, status: dict[str, Any],
+def status_event(connector: str, target_state: str, status: ConnectorStatus,
                  outcome: Outcome) -> dict[str, Any]:
     """The event (and sensor XCom) for a decided wait: ``status`` is ``success`` or
     ``failed``, with the connector's type, state, task states and any failure trace."""
     return {"connector": connector, "target_state": target_state,
             "status": "success" if outcome.verdict is Verdict.MET else "failed",
             "message": outcome.detail, "failed": outcome.failed, "trace": outcome.trace,
-            "type": status.get("type"),
-            "state": (status.get("connector") or {}).get("state"),
-            "tasks": {str(t["id"]): t.get("state") for t in status.get("tasks") or ()}}
+            "type": status.type, "state": status.state,
+            "tasks": {str(task.id): task.state for task in status.tasks}}
 
 
 class ConnectorStateTrigger(BaseTrigger):
@@ -74,8 +69,7 @@ class ConnectorStateTrigger(BaseTrigger):
                 while True:
                     try:
                         status = await hook.get_connector_status(self.connector)
-                    except (NotFoundError, RebalanceInProgressError,
-                            KafkaConnectTransportError) as exc:
+                    except WAIT_OUT_ERRORS as exc:
                         detail = f"status unavailable: {exc}"
                     else:
                         outcome = evaluate_rest_status(status, self.target_state,

@@ -5,36 +5,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
-from airflow.sdk import BaseHook
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider.connector_state import Verdict, check_target_state
 from airflow_provider.exceptions import KafkaConnectError, KafkaConnectTransportError
-from airflow_provider.hooks.connection import ConnectionSettings
-from airflow_provider.hooks.status_topic import POLL_TIMEOUT_S, StatusTopicWatch, event_payload
+from airflow_provider.hooks.status_topic import (
+    POLL_TIMEOUT_S,
+    KafkaConnectStatusTopicHook,
+    StatusTopicWatch,
+)
+from airflow_provider.status_records import event_payload
 
 log = logging.getLogger(__name__)
 
 #: Backoff while Kafka cannot be reached (the wait itself is bounded by ``timeout``).
 RETRY_DELAY_S = 1.0
 MAX_RETRY_DELAY_S = 30.0
-
-
-@dataclass(frozen=True)
-class _ParsedConnection:
-    """A connection whose extra was read with ``aextra_dejson()``: the sync
-    ``extra_dejson`` masks secrets with a blocking call to the supervisor, which must not
-    run on the triggerer's event loop."""
-
-    host: str | None
-    port: int | None
-    schema: str | None
-    login: str | None
-    password: str | None
-    extra_dejson: dict[str, Any]
 
 
 class StatusTopicTrigger(BaseTrigger):
@@ -47,8 +35,10 @@ class StatusTopicTrigger(BaseTrigger):
       connector or a considered task is FAILED (unless FAILED is the target);
     - ``{"status": "timeout" | "error", "connector", "target_state", "message"}``.
 
-    An unreachable Kafka is waited out (with backoff, within ``timeout``); a missing or
-    unreadable status topic or an unusable connection is an ``error`` event.
+    The topic is read with :class:`KafkaConnectStatusTopicHook` (the connection is looked
+    up without blocking the event loop). An unreachable Kafka is waited out (with backoff,
+    within ``timeout``); a missing or unreadable status topic or an unusable connection is
+    an ``error`` event.
 
     The whole topic is read from the beginning and judged only once every partition has
     been read to its end, then after every batch. ``timeout`` is in seconds (None: none);
@@ -84,16 +74,11 @@ class StatusTopicTrigger(BaseTrigger):
         # may never resume the generator after its first event.
         yield TriggerEvent(await self._wait())
 
-    async def _settings(self) -> ConnectionSettings:
-        conn = await BaseHook.aget_connection(self.kafka_connect_conn_id)
-        extra = await conn.aextra_dejson()
-        return ConnectionSettings.from_connection(_ParsedConnection(
-            conn.host, conn.port, conn.schema, conn.login, conn.password, extra))
-
     async def _wait(self) -> dict[str, Any]:
         base = {"connector": self.connector, "target_state": self.target_state}
         try:
-            watch = StatusTopicWatch(await self._settings(), self.connector)
+            hook = KafkaConnectStatusTopicHook(self.kafka_connect_conn_id)
+            watch = await hook.awatch(self.connector)
             unreachable: KafkaConnectTransportError | None = None
             try:
                 async with asyncio.timeout(self.timeout):  # None: no limit

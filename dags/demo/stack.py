@@ -48,9 +48,10 @@ class StackError(RuntimeError):
     what to look at."""
 
 
-def wait_for(condition: Callable[[], T], what: str, timeout: float = 60.0,
+def wait_for(condition: Callable[[], T | None], what: str, timeout: float = 60.0,
              interval: float = 0.25) -> T:
-    """Poll ``condition`` until it returns something truthy; StackError after ``timeout``."""
+    """Poll ``condition`` until it returns something truthy (returned: never ``None``);
+    StackError after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
         result = condition()

@@ -149,7 +149,10 @@ class Story:
         return summary
 
     def _skip_poison_record(self) -> None:
-        trace = self._failed_task(ARCHIVE)["trace"]
+        failed = self._failed_task(ARCHIVE)
+        if failed is None:
+            raise RuntimeError(f"the task of {ARCHIVE} is no longer FAILED: nothing to skip")
+        trace = failed["trace"]
         found = _POISON.search(trace)
         if found is None:
             raise RuntimeError(f"the trace of {ARCHIVE} names no record: {trace[-500:]}")

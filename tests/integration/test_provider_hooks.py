@@ -26,6 +26,14 @@ from airflow_provider.exceptions import (
 )
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.hooks.kafka_connect_async import KafkaConnectAsyncHook
+from airflow_provider.hooks.results import (
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorOffsets,
+    ConnectorStatus,
+    Message,
+    TaskId,
+)
 from tests.support import WorkerProcess, create_topic, unique_name, wait_until
 
 pytestmark = pytest.mark.integration
@@ -36,22 +44,22 @@ LINES = ["alpha", "beta", "gamma"]
 WAIT_S = 60.0
 
 
-def _matches(status: dict[str, Any], state: str, tasks_state: str | None,
+def _matches(status: ConnectorStatus | None, state: str, tasks_state: str | None,
              task_count: int | None) -> bool:
-    tasks = status.get("tasks", [])
-    if status.get("connector", {}).get("state") != state:
+    if status is None or status.state != state:
         return False
+    tasks = status.tasks
     if task_count is not None and len(tasks) != task_count:
         return False
-    return tasks_state is None or bool(tasks) and all(t["state"] == tasks_state for t in tasks)
+    return tasks_state is None or bool(tasks) and all(t.state == tasks_state for t in tasks)
 
 
 def wait_for_state(hook: KafkaConnectHook, name: str, state: str,
                    tasks_state: str | None = None, *, task_count: int | None = None
-                   ) -> dict[str, Any]:
-    last: dict[str, Any] = {}
+                   ) -> ConnectorStatus:
+    last: ConnectorStatus | None = None
 
-    def check() -> dict[str, Any] | None:
+    def check() -> ConnectorStatus | None:
         nonlocal last
         last = hook.get_connector_status(name)
         return last if _matches(last, state, tasks_state, task_count) else None
@@ -62,15 +70,15 @@ def wait_for_state(hook: KafkaConnectHook, name: str, state: str,
 
 async def await_state(hook: KafkaConnectAsyncHook, name: str, state: str,
                       tasks_state: str | None = None, *, task_count: int | None = None
-                      ) -> dict[str, Any]:
+                      ) -> ConnectorStatus:
     deadline = time.monotonic() + WAIT_S
-    last: dict[str, Any] = {}
+    last: ConnectorStatus | None = None
     while time.monotonic() < deadline:
         try:
             last = await hook.get_connector_status(name)
         except NotFoundError:
-            last = {}
-        if _matches(last, state, tasks_state, task_count):
+            last = None
+        if last is not None and _matches(last, state, tasks_state, task_count):
             return last
         await asyncio.sleep(0.25)
     raise AssertionError(f"{name!r} never reached {state}/{tasks_state}; last {last}")
@@ -90,6 +98,10 @@ def committed(source: Path) -> list[dict[str, Any]]:
              "offset": {"position": source.stat().st_size}}]
 
 
+def offsets_of(offsets: ConnectorOffsets) -> list[dict[str, Any]]:
+    return offsets.to_list()
+
+
 @pytest.fixture
 def worker(standalone_worker: Callable[..., WorkerProcess],
            kafka_connect_conn: Callable[..., str]) -> WorkerProcess:
@@ -105,37 +117,38 @@ def test_sync_hook_drives_a_connector_through_its_life(worker: WorkerProcess, tm
     with KafkaConnectHook(retry_limit=3, retry_delay=0.2) as hook:
         # --- the worker
         info = hook.get_server_info()
-        assert info["version"] and "commit" in info and "kafka_cluster_id" in info
-        assert hook.get_health()["status"] == "healthy"
+        assert info.version and {"commit", "kafka_cluster_id"} <= set(info.to_dict())
+        assert hook.get_health().status == "healthy"
         plugins = hook.list_connector_plugins()
         assert any(p["class"].endswith("FileStreamSourceConnector") for p in plugins)
         assert len(hook.list_connector_plugins(connectors_only=False)) > len(plugins)
         assert any(c["name"] == "file" for c in hook.get_plugin_config("FileStreamSource"))
         valid = hook.validate_connector_config("FileStreamSource", {**config, "name": name})
-        assert valid["error_count"] == 0, valid
+        assert valid.error_count == 0 and valid.errors == [], valid
         bad = hook.validate_connector_config(
             "FileStreamSource", {"connector.class": "FileStreamSource", "tasks.max": "many"})
-        assert bad["error_count"] > 0
+        assert bad.error_count > 0 and any(e.startswith("tasks.max: ") for e in bad.errors)
 
         # --- create, inspect, reconfigure
         created = hook.create_connector(name, config)
-        assert created["name"] == name and created["config"]["file"] == str(source)
+        assert isinstance(created, ConnectorInfo)
+        assert created.name == name and created.config["file"] == str(source)
         with pytest.raises(ConnectorAlreadyExistsError):
             hook.create_connector(name, config)
         wait_for_state(hook, name, "RUNNING", "RUNNING", task_count=1)
         assert name in hook.list_connectors()
         expanded = hook.list_connectors(expand=("status", "info"))
         assert expanded[name]["info"]["type"] == "source"
-        assert hook.get_connector(name)["tasks"] == [{"connector": name, "task": 0}]
+        assert hook.get_connector(name).tasks == (TaskId(name, 0),)
         assert hook.get_connector_config(name) == {**config, "name": name}
         updated = hook.put_connector_config(name, {**config, "batch.size": "100"})
-        assert updated["config"]["batch.size"] == "100"
+        assert updated.config["batch.size"] == "100"
         patched = hook.patch_connector_config(name, {"batch.size": None})
-        assert "batch.size" not in patched["config"]
+        assert "batch.size" not in patched.config
         wait_for_state(hook, name, "RUNNING", "RUNNING", task_count=1)
         tasks = hook.list_tasks(name)
-        assert [t["id"] for t in tasks] == [{"connector": name, "task": 0}]
-        assert hook.get_task_status(name, 0)["state"] == "RUNNING"
+        assert [t.id for t in tasks] == [TaskId(name, 0)]
+        assert hook.get_task_status(name, 0).state == "RUNNING"
         with pytest.raises(NotFoundError):
             hook.get_task_status(name, 7)
 
@@ -152,23 +165,25 @@ def test_sync_hook_drives_a_connector_through_its_life(worker: WorkerProcess, tm
         wait_for_state(hook, name, "RUNNING", "RUNNING", task_count=1)
 
         # --- KIP-875: stop → offsets → resume
-        wait_until(lambda: hook.get_offsets(name)["offsets"] == committed(source),
+        wait_until(lambda: offsets_of(hook.get_offsets(name)) == committed(source),
                    timeout=WAIT_S, message="the whole file's offset to be committed")
         with pytest.raises(BadRequestError):  # offsets change only while STOPPED
             hook.reset_offsets(name)
         assert hook.stop_connector(name) is None
         wait_for_state(hook, name, "STOPPED", task_count=0)
-        assert hook.get_offsets(name) == {"offsets": committed(source)}
+        assert hook.get_offsets(name).to_dict() == {"offsets": committed(source)}
         rewound = [{"partition": {"filename": str(source)},
                     "offset": {"position": len(f"{LINES[0]}\n")}}]
-        assert "altered" in hook.alter_offsets(name, rewound)["message"]
-        assert hook.get_offsets(name) == {"offsets": rewound}
-        assert "reset" in hook.reset_offsets(name)["message"]
-        assert hook.get_offsets(name) == {"offsets": []}
+        altered = hook.alter_offsets(name, rewound)
+        assert isinstance(altered, Message) and "altered" in altered.message
+        assert hook.get_offsets(name) == ConnectorOffsets((ConnectorOffset(
+            {"filename": str(source)}, {"position": len(f"{LINES[0]}\n")}),))
+        assert "reset" in hook.reset_offsets(name).message
+        assert hook.get_offsets(name).to_dict() == {"offsets": []}
         hook.resume_connector(name)
         wait_for_state(hook, name, "RUNNING", "RUNNING", task_count=1)
         # From scratch: the whole file is read again and its topic recorded again.
-        wait_until(lambda: hook.get_offsets(name)["offsets"] == committed(source),
+        wait_until(lambda: offsets_of(hook.get_offsets(name)) == committed(source),
                    timeout=WAIT_S, message="the file to be read again after the reset")
         wait_until(lambda: hook.get_connector_topics(name) == [topic], timeout=WAIT_S,
                    message="the topic to be recorded again")
@@ -176,7 +191,8 @@ def test_sync_hook_drives_a_connector_through_its_life(worker: WorkerProcess, tm
         # --- restarts
         assert hook.restart_connector(name) is None
         restarted = hook.restart_connector(name, include_tasks=True)
-        assert restarted["name"] == name and restarted["connector"]["state"]
+        assert isinstance(restarted, ConnectorStatus)
+        assert restarted.name == name and restarted.state
         assert hook.restart_task(name, 0) is None
         wait_for_state(hook, name, "RUNNING", "RUNNING", task_count=1)
 
@@ -205,11 +221,11 @@ def test_async_hook_drives_a_connector_through_its_life(worker: WorkerProcess, t
     async def scenario() -> None:
         async with KafkaConnectAsyncHook(retry_limit=3, retry_delay=0.2) as hook:
             assert (await hook.aget_settings()).base_url == worker.url
-            assert (await hook.get_server_info())["version"]
-            assert (await hook.get_health())["status"] == "healthy"
+            assert (await hook.get_server_info()).version
+            assert (await hook.get_health()).status == "healthy"
             bad = await hook.validate_connector_config(
                 "FileStreamSource", {"connector.class": "FileStreamSource", "tasks.max": "x"})
-            assert bad["error_count"] > 0
+            assert bad.error_count > 0
             with pytest.raises(BadRequestError):  # no connector.class: not even validated
                 await hook.validate_connector_config("FileStreamSource", {"tasks.max": "1"})
 
@@ -218,7 +234,7 @@ def test_async_hook_drives_a_connector_through_its_life(worker: WorkerProcess, t
                 await hook.create_connector(name, config)
             await await_state(hook, name, "RUNNING", "RUNNING", task_count=1)
             assert (await hook.get_connector_config(name))["topic"] == topic
-            assert (await hook.list_tasks(name))[0]["id"]["task"] == 0
+            assert (await hook.list_tasks(name))[0].id.task == 0
 
             await hook.pause_connector(name)
             await await_state(hook, name, "PAUSED", "PAUSED", task_count=1)
@@ -226,22 +242,23 @@ def test_async_hook_drives_a_connector_through_its_life(worker: WorkerProcess, t
             await await_state(hook, name, "RUNNING", "RUNNING", task_count=1)
 
             for _ in range(int(WAIT_S * 4)):
-                if (await hook.get_offsets(name))["offsets"] == committed(source):
+                if offsets_of(await hook.get_offsets(name)) == committed(source):
                     break
                 await asyncio.sleep(0.25)
-            assert (await hook.get_offsets(name))["offsets"] == committed(source)
+            assert offsets_of(await hook.get_offsets(name)) == committed(source)
             assert await hook.get_connector_topics(name) == [topic]
 
             assert await hook.stop_connector(name) is None
             await await_state(hook, name, "STOPPED", task_count=0)
             rewound = [{"partition": {"filename": str(source)}, "offset": {"position": 0}}]
-            assert "altered" in (await hook.alter_offsets(name, rewound))["message"]
-            assert (await hook.get_offsets(name))["offsets"] == rewound
-            assert "reset" in (await hook.reset_offsets(name))["message"]
+            assert "altered" in (await hook.alter_offsets(name, rewound)).message
+            assert offsets_of(await hook.get_offsets(name)) == rewound
+            assert "reset" in (await hook.reset_offsets(name)).message
             await hook.resume_connector(name)
             await await_state(hook, name, "RUNNING", "RUNNING", task_count=1)
 
-            assert (await hook.restart_connector(name, include_tasks=True))["name"] == name
+            restarted = await hook.restart_connector(name, include_tasks=True)
+            assert restarted is not None and restarted.name == name
             await await_state(hook, name, "RUNNING", "RUNNING", task_count=1)
             assert "worker" in await hook.set_logger_level("worker", "DEBUG")
             assert (await hook.get_logger("worker"))["level"] == "DEBUG"

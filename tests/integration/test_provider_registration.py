@@ -1,12 +1,15 @@
 """Airflow recognises the provider: ``provider.yaml`` is what ``get_provider_info()``
-returns, every module it lists imports, and Airflow's own CLI lists the provider, its
-connection type, form fields, extra link and triggers."""
+returns, every module it lists imports, every module defining a hook, operator, sensor or
+trigger is listed, and Airflow's own CLI lists the provider, its connection type, form
+fields, extra link and triggers."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
+import pkgutil
 import subprocess
 import sys
 from importlib.resources import files
@@ -40,12 +43,33 @@ def test_every_listed_module_and_class_imports() -> None:
     info = provider_yaml()
     modules = [module for section in ("hooks", "operators", "sensors", "triggers")
                for entry in info[section] for module in entry["python-modules"]]
-    assert len(modules) == 9
+    assert len(modules) == 11
     for module in modules:
         importlib.import_module(module)
     for path in [c["hook-class-name"] for c in info["connection-types"]] + info["extra-links"]:
         module, _, name = path.rpartition(".")
         assert isinstance(getattr(importlib.import_module(module), name), type), path
+
+
+def test_every_hook_operator_sensor_and_trigger_module_is_listed() -> None:
+    from airflow.sdk import BaseHook, BaseOperator, BaseSensorOperator
+    from airflow.triggers.base import BaseTrigger
+
+    info = provider_yaml()
+    bases = {"hooks": BaseHook, "operators": BaseOperator, "sensors": BaseSensorOperator,
+             "triggers": BaseTrigger}
+    for section, base in bases.items():
+        listed = {m for entry in info[section] for m in entry["python-modules"]}
+        package = importlib.import_module(f"airflow_provider.{section}")
+        defining = set()
+        for found in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+            if found.name.rpartition(".")[2].startswith("_"):
+                continue  # private bases (operators._base) are not listed
+            module = importlib.import_module(found.name)
+            if any(issubclass(cls, base) and cls.__module__ == module.__name__
+                   for _, cls in inspect.getmembers(module, inspect.isclass)):
+                defining.add(found.name)
+        assert defining == listed, section
 
 
 def airflow_cli(*args: str) -> list[dict]:

@@ -9,6 +9,7 @@ from airflow_provider.connector_state import (
     evaluate,
     evaluate_rest_status,
 )
+from airflow_provider.hooks.results import ConnectorStatus
 
 RUNNING = TaskState("RUNNING")
 
@@ -60,16 +61,20 @@ def test_rest_status_body() -> None:
             "connector": {"state": "RUNNING", "worker_id": "w:8083"},
             "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "w:8083"},
                       {"id": 1, "state": "FAILED", "worker_id": "w:8083", "trace": "t"}]}
-    outcome = evaluate_rest_status(body, "RUNNING")
+    outcome = evaluate_rest_status(ConnectorStatus.from_json(body), "RUNNING")
     assert (outcome.verdict, outcome.failed, outcome.trace) == (Verdict.FAILED, "task 1", "t")
     body["tasks"][1]["state"] = "RUNNING"
-    assert evaluate_rest_status(body, "running").verdict is Verdict.MET
+    assert evaluate_rest_status(ConnectorStatus.from_json(body), "running").verdict \
+        is Verdict.MET
 
 
 def test_over_rest_stopped_means_no_tasks_listed() -> None:
-    body = {"connector": {"state": "STOPPED"}, "tasks": [{"id": 0, "state": "RUNNING"}]}
-    outcome = evaluate_rest_status(body, "STOPPED")
+    body = {"name": "c", "connector": {"state": "STOPPED"},
+            "tasks": [{"id": 0, "state": "RUNNING"}]}
+    status = ConnectorStatus.from_json(body)
+    outcome = evaluate_rest_status(status, "STOPPED")
     assert outcome.verdict is Verdict.WAITING and "1 task(s) are still listed" in outcome.detail
-    assert evaluate_rest_status(body, "STOPPED", wait_for_tasks=False).verdict is Verdict.MET
+    assert evaluate_rest_status(status, "STOPPED", wait_for_tasks=False).verdict is Verdict.MET
     body["tasks"] = []
-    assert evaluate_rest_status(body, "STOPPED").verdict is Verdict.MET
+    assert evaluate_rest_status(ConnectorStatus.from_json(body), "STOPPED").verdict \
+        is Verdict.MET

@@ -2,7 +2,8 @@
 
 :class:`FakeConnect` is the handler of an ``httpx.MockTransport`` (sync and async): it
 records each request and answers from a script of responses (or raises transport errors),
-so tests count attempts and check exactly what went over the wire.
+so tests count attempts and check exactly what went over the wire. :data:`ENDPOINTS` pairs
+every hook method with its request and a well-formed answer of Kafka Connect.
 """
 
 from __future__ import annotations
@@ -82,11 +83,42 @@ ODD = "a/b c"  # must travel as one path segment
 ODD_Q = "a%2Fb%20c"
 CONFIG = {"connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "t"}
 OFFSETS = [{"partition": {"filename": "/tmp/in.txt"}, "offset": {"position": 42}}]
+SERVER_INFO = {"version": "4.0.0", "commit": "abc123", "kafka_cluster_id": "kc-1"}
+
+# Well-formed answers, as Kafka Connect sends them.
+INFO = {"name": ODD, "config": {**CONFIG, "name": ODD},
+        "tasks": [{"connector": ODD, "task": 0}], "type": "source"}
+STATUS = {"name": ODD, "connector": {"state": "RUNNING", "worker_id": "w:8083"},
+          "tasks": [{"id": 0, "state": "FAILED", "worker_id": "w:8083", "trace": "boom"}],
+          "type": "source", "version": "4.0.0"}  # a field the provider does not model
+RESTARTING = {"name": ODD, "connector": {"state": "RESTARTING", "worker_id": "w:8083"},
+              "tasks": [], "type": "source"}
+VALIDATION = {"name": "FileStreamSource", "error_count": 1, "groups": ["Common"], "configs": [
+    {"definition": {"name": "tasks.max", "type": "INT"},
+     "value": {"name": "tasks.max", "value": "x", "recommended_values": [],
+               "errors": ["Invalid value x"], "visible": True}}]}
+#: The answer of endpoints that answer with a status code only (202/204).
+EMPTY = None
+
+
+def answer_response(body: Any) -> httpx.Response:
+    """``body`` as Kafka Connect's answer: JSON, or an empty 204 for :data:`EMPTY`."""
+    return httpx.Response(204) if body is EMPTY else httpx.Response(200, json=body)
+
+
+def as_json(value: Any) -> Any:
+    """A hook's answer in its JSON form: typed answers by ``to_dict()``."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [as_json(item) for item in value]
+    return value
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One hook method call and the request it must send."""
+    """One hook method call, the request it must send, a well-formed answer and the
+    answer's JSON form as the hook returns it (``result``; by default ``answer``)."""
 
     call: str
     args: tuple[Any, ...]
@@ -95,6 +127,8 @@ class Endpoint:
     path: str
     query: list[tuple[str, str]]
     body: Any = None
+    answer: Any = EMPTY
+    result: Any = EMPTY
 
     @property
     def id(self) -> str:
@@ -102,32 +136,37 @@ class Endpoint:
 
 
 def _e(call: str, args: tuple[Any, ...], method: str, path: str,
-       query: list[tuple[str, str]] | None = None, body: Any = None,
-       **kwargs: Any) -> Endpoint:
-    return Endpoint(call, args, kwargs, method, path, query or [], body)
+       query: list[tuple[str, str]] | None = None, body: Any = None, *,
+       answer: Any = EMPTY, **kwargs: Any) -> Endpoint:
+    result = kwargs.pop("result", answer)
+    return Endpoint(call, args, kwargs, method, path, query or [], body, answer, result)
 
 
 #: Every endpoint of ``ConnectRestApi``: the spec's table, with odd names quoted.
 ENDPOINTS = [
-    _e("get_server_info", (), "GET", "/"),
-    _e("get_health", (), "GET", "/health"),
-    _e("list_connectors", (), "GET", "/connectors"),
+    _e("get_server_info", (), "GET", "/", answer=SERVER_INFO),
+    _e("get_health", (), "GET", "/health", answer={"status": "healthy", "message": "ready"}),
+    _e("list_connectors", (), "GET", "/connectors", answer=[ODD, "b"]),
     _e("list_connectors", (), "GET", "/connectors", [("expand", "status"), ("expand", "info")],
-       expand=("status", "info")),
-    _e("list_connectors", (), "GET", "/connectors", [("expand", "status")], expand="status"),
-    _e("get_connector", (ODD,), "GET", f"/connectors/{ODD_Q}"),
-    _e("get_connector_config", (ODD,), "GET", f"/connectors/{ODD_Q}/config"),
+       expand=("status", "info"), answer={ODD: {"status": STATUS, "info": INFO}}),
+    _e("list_connectors", (), "GET", "/connectors", [("expand", "status")], expand="status",
+       answer={ODD: {"status": STATUS}}),
+    _e("get_connector", (ODD,), "GET", f"/connectors/{ODD_Q}", answer=INFO),
+    _e("get_connector_config", (ODD,), "GET", f"/connectors/{ODD_Q}/config",
+       answer=INFO["config"]),
     _e("create_connector", (ODD, CONFIG), "POST", "/connectors",
-       body={"name": ODD, "config": CONFIG}),
+       body={"name": ODD, "config": CONFIG}, answer=INFO),
     _e("create_connector", ("c", CONFIG), "POST", "/connectors",
        body={"name": "c", "config": CONFIG, "initial_state": "STOPPED"},
-       initial_state="STOPPED"),
-    _e("put_connector_config", (ODD, CONFIG), "PUT", f"/connectors/{ODD_Q}/config", body=CONFIG),
+       initial_state="STOPPED", answer={**INFO, "name": "c", "tasks": []}),
+    _e("put_connector_config", (ODD, CONFIG), "PUT", f"/connectors/{ODD_Q}/config", body=CONFIG,
+       answer=INFO),
     _e("patch_connector_config", (ODD, {"tasks.max": "2", "file": None}), "PATCH",
-       f"/connectors/{ODD_Q}/config", body={"tasks.max": "2", "file": None}),
+       f"/connectors/{ODD_Q}/config", body={"tasks.max": "2", "file": None}, answer=INFO),
     _e("delete_connector", (ODD,), "DELETE", f"/connectors/{ODD_Q}"),
-    _e("get_connector_status", (ODD,), "GET", f"/connectors/{ODD_Q}/status"),
-    _e("get_connector_topics", (ODD,), "GET", f"/connectors/{ODD_Q}/topics"),
+    _e("get_connector_status", (ODD,), "GET", f"/connectors/{ODD_Q}/status", answer=STATUS),
+    _e("get_connector_topics", (ODD,), "GET", f"/connectors/{ODD_Q}/topics",
+       answer={ODD: {"topics": ["t2", "t1"]}}, result=["t2", "t1"]),
     _e("reset_connector_topics", (ODD,), "PUT", f"/connectors/{ODD_Q}/topics/reset"),
     _e("pause_connector", (ODD,), "PUT", f"/connectors/{ODD_Q}/pause"),
     _e("resume_connector", (ODD,), "PUT", f"/connectors/{ODD_Q}/resume"),
@@ -135,24 +174,33 @@ ENDPOINTS = [
     _e("restart_connector", (ODD,), "POST", f"/connectors/{ODD_Q}/restart",
        [("includeTasks", "false"), ("onlyFailed", "false")]),
     _e("restart_connector", (ODD,), "POST", f"/connectors/{ODD_Q}/restart",
-       [("includeTasks", "true"), ("onlyFailed", "true")], include_tasks=True, only_failed=True),
-    _e("list_tasks", (ODD,), "GET", f"/connectors/{ODD_Q}/tasks"),
-    _e("get_task_status", (ODD, 3), "GET", f"/connectors/{ODD_Q}/tasks/3/status"),
+       [("includeTasks", "true"), ("onlyFailed", "true")], include_tasks=True, only_failed=True,
+       answer=RESTARTING),
+    _e("list_tasks", (ODD,), "GET", f"/connectors/{ODD_Q}/tasks",
+       answer=[{"id": {"connector": ODD, "task": 0}, "config": {"task.class": "T"}}]),
+    _e("get_task_status", (ODD, 3), "GET", f"/connectors/{ODD_Q}/tasks/3/status",
+       answer={"id": 3, "state": "FAILED", "worker_id": "w:8083", "trace": "boom"}),
     _e("restart_task", (ODD, 0), "POST", f"/connectors/{ODD_Q}/tasks/0/restart"),
-    _e("get_offsets", (ODD,), "GET", f"/connectors/{ODD_Q}/offsets"),
+    _e("get_offsets", (ODD,), "GET", f"/connectors/{ODD_Q}/offsets",
+       answer={"offsets": [*OFFSETS, {"partition": {"filename": "x"}, "offset": None}]}),
     _e("alter_offsets", (ODD, OFFSETS), "PATCH", f"/connectors/{ODD_Q}/offsets",
-       body={"offsets": OFFSETS}),
-    _e("reset_offsets", (ODD,), "DELETE", f"/connectors/{ODD_Q}/offsets"),
-    _e("list_connector_plugins", (), "GET", "/connector-plugins", [("connectorsOnly", "true")]),
+       body={"offsets": OFFSETS}, answer={"message": "The offsets have been altered"}),
+    _e("reset_offsets", (ODD,), "DELETE", f"/connectors/{ODD_Q}/offsets",
+       answer={"message": "The offsets have been reset"}),
+    _e("list_connector_plugins", (), "GET", "/connector-plugins", [("connectorsOnly", "true")],
+       answer=[{"class": "FileStreamSourceConnector", "type": "source", "version": "4.0.0"}]),
     _e("list_connector_plugins", (), "GET", "/connector-plugins", [("connectorsOnly", "false")],
-       connectors_only=False),
-    _e("get_plugin_config", ("my/plugin",), "GET", "/connector-plugins/my%2Fplugin/config"),
+       connectors_only=False, answer=[]),
+    _e("get_plugin_config", ("my/plugin",), "GET", "/connector-plugins/my%2Fplugin/config",
+       answer=[{"name": "file", "type": "STRING", "required": False}]),
     _e("validate_connector_config", ("FileStreamSource", CONFIG), "PUT",
-       "/connector-plugins/FileStreamSource/config/validate", body=CONFIG),
-    _e("list_loggers", (), "GET", "/admin/loggers"),
-    _e("get_logger", ("worker.rest",), "GET", "/admin/loggers/worker.rest"),
+       "/connector-plugins/FileStreamSource/config/validate", body=CONFIG, answer=VALIDATION),
+    _e("list_loggers", (), "GET", "/admin/loggers",
+       answer={"root": {"level": "INFO", "last_modified": None}}),
+    _e("get_logger", ("worker.rest",), "GET", "/admin/loggers/worker.rest",
+       answer={"level": "DEBUG", "last_modified": 1700000000000}),
     _e("set_logger_level", ("a b", "DEBUG"), "PUT", "/admin/loggers/a%20b",
-       body={"level": "DEBUG"}),
+       body={"level": "DEBUG"}, answer=["a b"]),
     _e("set_logger_level", ("root", "INFO"), "PUT", "/admin/loggers/root", [("scope", "cluster")],
        body={"level": "INFO"}, scope="cluster"),
 ]

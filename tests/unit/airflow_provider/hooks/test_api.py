@@ -1,8 +1,10 @@
-"""The REST layer without a hook: error mapping, response handling, retry rules, TLS setup."""
+"""The REST layer without a hook: error mapping, response handling, the endpoint table,
+retry rules, TLS setup."""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import ssl
 
@@ -22,10 +24,10 @@ from airflow_provider.exceptions import (
     RebalanceInProgressError,
     ServerError,
 )
-from airflow_provider.hooks._api import (
+from airflow_provider.hooks._api import ConnectRestApi, endpoint
+from airflow_provider.hooks._request import (
     CREATE,
     ApiRequest,
-    ConnectRestApi,
     handle_response,
     raise_for_response,
     segment,
@@ -39,7 +41,7 @@ from airflow_provider.hooks._transport import (
     transport_error,
 )
 from airflow_provider.hooks.connection import ConnectionSettings
-from tests.unit.airflow_provider.hooks._fakes import ENDPOINTS, Endpoint
+from tests.unit.airflow_provider.hooks._fakes import EMPTY, ENDPOINTS, Endpoint, as_json
 from tests.unit.airflow_provider.hooks._tls import Pki
 
 GET = ApiRequest("GET", "/connectors/c/status")
@@ -168,14 +170,26 @@ class _Recorder(ConnectRestApi):
         return request
 
 
-@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: e.id)
-def test_every_endpoint_builds_its_request(endpoint: Endpoint) -> None:
+@pytest.mark.parametrize("endpoint_", ENDPOINTS, ids=lambda e: e.id)
+def test_every_endpoint_builds_its_request(endpoint_: Endpoint) -> None:
     api = _Recorder()
-    request = getattr(api, endpoint.call)(*endpoint.args, **endpoint.kwargs)
-    assert (request.method, request.path) == (endpoint.method, endpoint.path)
-    assert list(request.params) == endpoint.query
-    assert request.json == endpoint.body
-    assert request.context == (CREATE if endpoint.call == "create_connector" else "")
+    request = getattr(api, endpoint_.call)(*endpoint_.args, **endpoint_.kwargs)
+    assert (request.method, request.path) == (endpoint_.method, endpoint_.path)
+    assert list(request.params) == endpoint_.query
+    assert request.json == endpoint_.body
+    assert request.context == (CREATE if endpoint_.call == "create_connector" else "")
+    answer = "" if endpoint_.answer is EMPTY else json.dumps(endpoint_.answer)
+    assert as_json(handle_response(request, 200, answer)) == endpoint_.result
+
+
+def test_endpoints_are_methods_with_their_builders_signature_and_doc() -> None:
+    api = _Recorder()
+    method = api.restart_connector
+    assert method.__name__ == "restart_connector" and "POST" in (method.__doc__ or "")
+    assert str(inspect.signature(method)) == (
+        "(name: 'str', include_tasks: 'bool' = False, only_failed: 'bool' = False)")
+    assert isinstance(ConnectRestApi.__dict__["get_offsets"], endpoint)
+    assert ConnectRestApi.get_offsets(api, "c").path == "/connectors/c/offsets"  # unbound
 
 
 def test_topics_are_unwrapped() -> None:

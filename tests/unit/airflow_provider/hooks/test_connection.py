@@ -83,3 +83,17 @@ def test_form_prefixed_extras_are_read_too() -> None:
         "extra__kafka_connect__bootstrap_servers": "k:9092",
         "extra__kafka_connect__status_topic": "st"}))
     assert (settings.bootstrap_servers, settings.status_topic) == ("k:9092", "st")
+
+
+def test_extras_read_beforehand_replace_extra_dejson() -> None:
+    # The async lookup reads the extras with aextra_dejson() and passes them in.
+    conn = Conn(extra_dejson={"timeout": "soon"})  # would be refused if read
+    settings = ConnectionSettings.from_connection(conn, {"timeout": 5, "status_topic": "st"})
+    assert (settings.timeout, settings.status_topic) == (5.0, "st")
+
+
+def test_kafka_client_config_is_the_cluster_without_consumer_settings() -> None:
+    settings = ConnectionSettings.from_connection(Conn(extra_dejson={
+        "bootstrap_servers": "k:9092", "kafka_config": {"sasl.password": "p"}}))
+    assert settings.kafka_client_config() == {"sasl.password": "p",
+                                              "bootstrap.servers": "k:9092"}

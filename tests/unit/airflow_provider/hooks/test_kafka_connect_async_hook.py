@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-from airflow.sdk import BaseHook
+from airflow.sdk import BaseHook, Connection
 
 from airflow_provider.exceptions import (
     BadRequestError,
@@ -24,14 +24,20 @@ from airflow_provider.exceptions import (
     ServerError,
 )
 from airflow_provider.hooks import _transport
+from airflow_provider.hooks.base import KafkaConnectRestBaseHook
 from airflow_provider.hooks.kafka_connect_async import KafkaConnectAsyncHook
+from airflow_provider.hooks.results import ConnectorOffsets
 from tests.unit.airflow_provider.hooks._fakes import (
     BASE_URL,
     CONFIG,
     ENDPOINTS,
+    INFO,
     PASSWORD,
+    SERVER_INFO,
     Endpoint,
     FakeConnect,
+    answer_response,
+    as_json,
     error,
 )
 from tests.unit.airflow_provider.hooks._tls import Pki
@@ -55,6 +61,7 @@ async def call(hook: KafkaConnectAsyncHook, name: str, *args: Any, **kwargs: Any
 
 
 def test_airflow_hook_attributes() -> None:
+    assert issubclass(KafkaConnectAsyncHook, KafkaConnectRestBaseHook)
     assert issubclass(KafkaConnectAsyncHook, BaseHook)
     assert KafkaConnectAsyncHook.conn_name_attr == "kafka_connect_conn_id"
     assert KafkaConnectAsyncHook.default_conn_name == "kafka_connect_default"
@@ -69,8 +76,13 @@ def test_settings_are_read_with_aget_connection(conn_id: str,
     def blocking_lookup(conn_id: str) -> Any:
         raise AssertionError("the async hook must not use the blocking get_connection")
 
+    def blocking_extra(conn: Connection) -> Any:
+        raise AssertionError("extra_dejson masks secrets with a blocking call: use "
+                             "aextra_dejson()")
+
     monkeypatch.setattr(BaseHook, "get_connection", classmethod(
         lambda cls, conn_id: blocking_lookup(conn_id)))
+    monkeypatch.setattr(Connection, "extra_dejson", property(blocking_extra))
     hook = KafkaConnectAsyncHook(conn_id)
     with pytest.raises(RuntimeError, match="aget_settings"):
         _ = hook.settings
@@ -81,6 +93,7 @@ def test_settings_are_read_with_aget_connection(conn_id: str,
 
 def test_client_is_one_async_client_per_hook(conn_id: str, fake: FakeConnect) -> None:
     hook = make_hook(conn_id, fake)
+    fake.answer(httpx.Response(200, json=SERVER_INFO), httpx.Response(200, json=["c"]))
 
     async def scenario() -> tuple[httpx.AsyncClient, httpx.AsyncClient]:
         first = await hook.aget_conn()
@@ -100,18 +113,18 @@ def test_client_is_one_async_client_per_hook(conn_id: str, fake: FakeConnect) ->
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: e.id)
 def test_every_endpoint_sends_its_request(conn_id: str, fake: FakeConnect,
                                           endpoint: Endpoint) -> None:
-    fake.answer(httpx.Response(200, json={"answer": endpoint.call}))
+    fake.answer(answer_response(endpoint.answer))
     result = run(call(make_hook(conn_id, fake), endpoint.call, *endpoint.args,
                       **endpoint.kwargs))
     (sent,) = fake.sent
     assert (sent.method, sent.raw_path) == (endpoint.method, endpoint.path)
     assert sent.query == endpoint.query
     assert sent.body == endpoint.body
-    if endpoint.call != "get_connector_topics":
-        assert result == {"answer": endpoint.call}
+    assert as_json(result) == endpoint.result
 
 
 def test_basic_auth_and_json_headers(conn_id: str, fake: FakeConnect) -> None:
+    fake.answer(httpx.Response(200, json=SERVER_INFO))
     run(call(make_hook(conn_id, fake), "get_server_info"))
     headers = fake.sent[0].headers
     token = base64.b64encode(f"airflow:{PASSWORD}".encode()).decode()
@@ -150,7 +163,7 @@ def test_rebalance_is_retried_until_success(conn_id: str, fake: FakeConnect,
                                             caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger=_transport.__name__)
     fake.answer(error(409), error(409), httpx.Response(200, json={"offsets": []}))
-    assert run(call(make_hook(conn_id, fake), "get_offsets", "c")) == {"offsets": []}
+    assert run(call(make_hook(conn_id, fake), "get_offsets", "c")) == ConnectorOffsets(())
     assert fake.attempts == 3
     assert caplog.text.count("GET /connectors/c/offsets failed (409") == 2
 
@@ -198,7 +211,7 @@ def test_tls_settings_reach_the_handshake(kafka_connect_conn: Callable[..., str]
         "ca_bundle": str(pki.ca), "client_cert": str(pki.client_cert),
         "client_key": str(pki.client_key)})
     info = run(call(KafkaConnectAsyncHook(conn_id, retry_limit=0), "get_server_info"))
-    assert info["client"] == "test-client"
+    assert info.to_dict()["client"] == "test-client"
     conn_id = kafka_connect_conn("kc_tls_insecure", host=https_url, extra={"verify": False})
     assert run(call(KafkaConnectAsyncHook(conn_id, retry_limit=0), "get_server_info"))
 
@@ -206,7 +219,7 @@ def test_tls_settings_reach_the_handshake(kafka_connect_conn: Callable[..., str]
 def test_secrets_absent_from_logs(conn_id: str, fake: FakeConnect,
                                   caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    fake.answer(error(409), httpx.Response(201, json={"name": "c"}))
+    fake.answer(error(409), httpx.Response(201, json=INFO))
     run(call(make_hook(conn_id, fake), "put_connector_config", "c",
              {**CONFIG, "connection.password": "config-secret"}))
     token = base64.b64encode(f"airflow:{PASSWORD}".encode()).decode()

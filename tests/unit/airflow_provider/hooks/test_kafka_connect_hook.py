@@ -20,29 +20,35 @@ from airflow_provider.exceptions import (
     KafkaConnectApiError,
     KafkaConnectConfigError,
     KafkaConnectTransportError,
+    MalformedResponseError,
     NotFoundError,
     RebalanceInProgressError,
     ServerError,
 )
 from airflow_provider.hooks import _transport
+from airflow_provider.hooks.base import KafkaConnectRestBaseHook
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
+from airflow_provider.hooks.results import ConnectorInfo, ConnectorStatus, WorkerHealth
 from tests.unit.airflow_provider.hooks._fakes import (
     BASE_URL,
     CONFIG,
     ENDPOINTS,
+    INFO,
     PASSWORD,
+    SERVER_INFO,
+    STATUS,
     Endpoint,
     FakeConnect,
+    answer_response,
+    as_json,
     error,
 )
 from tests.unit.airflow_provider.hooks._tls import Pki
 
-SERVER_INFO = {"version": "4.0.0", "commit": "abc123", "kafka_cluster_id": "kc-1"}
-
-
 # --- the hook as Airflow sees it ------------------------------------------------------------
 
 def test_airflow_hook_attributes() -> None:
+    assert issubclass(KafkaConnectHook, KafkaConnectRestBaseHook)
     assert issubclass(KafkaConnectHook, BaseHook)
     assert KafkaConnectHook.conn_name_attr == "kafka_connect_conn_id"
     assert KafkaConnectHook.default_conn_name == "kafka_connect_default"
@@ -94,6 +100,7 @@ def test_client_is_created_lazily_reused_and_closed(conn_id: str, fake: FakeConn
     assert str(client.base_url) == BASE_URL
     hook.close()
     assert client.is_closed
+    fake.answer(httpx.Response(200, json=SERVER_INFO))
     with hook:
         hook.get_server_info()
         reopened = hook.get_conn()
@@ -126,17 +133,51 @@ def test_ui_field_behaviour_matches_provider_yaml() -> None:
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: e.id)
 def test_every_endpoint_sends_its_request(hook: KafkaConnectHook, fake: FakeConnect,
                                           endpoint: Endpoint) -> None:
-    fake.answer(httpx.Response(200, json={"answer": endpoint.call}))
+    fake.answer(answer_response(endpoint.answer))
     result = getattr(hook, endpoint.call)(*endpoint.args, **endpoint.kwargs)
     (sent,) = fake.sent
     assert (sent.method, sent.raw_path) == (endpoint.method, endpoint.path)
     assert sent.query == endpoint.query
     assert sent.body == endpoint.body
-    if endpoint.call != "get_connector_topics":
-        assert result == {"answer": endpoint.call}
+    assert as_json(result) == endpoint.result
+
+
+def test_typed_answers(hook: KafkaConnectHook, fake: FakeConnect) -> None:
+    fake.answer(httpx.Response(200, json=STATUS), httpx.Response(201, json=INFO))
+    status = hook.get_connector_status("a/b c")
+    assert isinstance(status, ConnectorStatus)
+    assert (status.name, status.state, status.type) == ("a/b c", "RUNNING", "source")
+    assert [(t.id, t.state, t.trace) for t in status.tasks] == [(0, "FAILED", "boom")]
+    info = hook.create_connector("a/b c", CONFIG)
+    assert isinstance(info, ConnectorInfo) and info.config["file"] == "/tmp/in.txt"
+    assert [(t.connector, t.task) for t in info.tasks] == [("a/b c", 0)]
+
+
+@pytest.mark.parametrize(("call", "args", "body", "detail"), [
+    ("get_connector_status", ("c",), {"name": "c", "tasks": []},
+     "the connector's status is not a JSON object"),
+    ("get_connector_status", ("c",), {"name": "c", "connector": {"state": 3}, "tasks": []},
+     "the connector's status: 'state' is missing or not a string"),
+    ("get_offsets", ("c",), {"offsets": [{"partition": "p", "offset": None}]},
+     "an offset entry's partition is not a JSON object"),
+    ("get_connector", ("c",), "<html>not Connect</html>", "the connector info is not a JSON"),
+    ("get_server_info", (), {}, "the server info: 'version' is missing or not a string"),
+    ("list_tasks", ("c",), {"not": "a list"}, "the answer is not a JSON array"),
+])
+def test_malformed_answers_are_typed_errors(hook: KafkaConnectHook, fake: FakeConnect,
+                                            call: str, args: tuple[Any, ...], body: Any,
+                                            detail: str) -> None:
+    fake.answer(httpx.Response(200, json=body))
+    with pytest.raises(MalformedResponseError) as caught:
+        getattr(hook, call)(*args)
+    assert caught.value.detail.startswith(detail)
+    assert str(caught.value).startswith(
+        f"GET {fake.sent[0].raw_path} returned an unexpected answer: {detail}")
+    assert fake.attempts == 1  # not retried: asking again gets the same answer
 
 
 def test_headers_and_basic_auth_are_sent(hook: KafkaConnectHook, fake: FakeConnect) -> None:
+    fake.answer(httpx.Response(200, json=SERVER_INFO))
     hook.get_server_info()
     headers = fake.sent[0].headers
     assert headers["accept"] == "application/json"
@@ -156,6 +197,7 @@ def test_no_auth_header_without_login(kafka_connect_conn: Callable[..., str],
 def test_base_url_path_prefix_is_kept(kafka_connect_conn: Callable[..., str],
                                       fake: FakeConnect) -> None:
     conn_id = kafka_connect_conn("kc_proxy", host="https://gw.example/kafka-connect/")
+    fake.answer(httpx.Response(200, json=STATUS))
     with KafkaConnectHook(conn_id, transport=fake.sync_transport()) as hook:
         hook.get_connector_status("a/b c")
     assert fake.sent[0].raw_path == "/kafka-connect/connectors/a%2Fb%20c/status"
@@ -180,12 +222,16 @@ def test_restart_with_flags_returns_the_status(hook: KafkaConnectHook,
                                                fake: FakeConnect) -> None:
     status = {"name": "c", "connector": {"state": "RESTARTING"}, "tasks": []}
     fake.answer(httpx.Response(202, json=status))
-    assert hook.restart_connector("c", include_tasks=True) == status
+    restarted = hook.restart_connector("c", include_tasks=True)
+    assert restarted is not None and restarted.to_dict() == status
+    assert (restarted.state, restarted.tasks, restarted.type) == ("RESTARTING", (), None)
 
 
 def test_unhealthy_worker_health_is_returned(hook: KafkaConnectHook, fake: FakeConnect) -> None:
     fake.answer(httpx.Response(503, json={"status": "starting", "message": "starting up"}))
-    assert hook.get_health() == {"status": "starting", "message": "starting up"}
+    health = hook.get_health()
+    assert health == WorkerHealth("starting", "starting up")
+    assert health.to_dict() == {"status": "starting", "message": "starting up"}
 
 
 # --- errors ---------------------------------------------------------------------------------
@@ -227,8 +273,8 @@ def test_rebalance_is_retried_until_success(hook: KafkaConnectHook, fake: FakeCo
                                             caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger=_transport.__name__)
     fake.answer(error(409, "rebalance in progress"), error(409, "rebalance in progress"),
-                httpx.Response(200, json={"name": "a/b c"}))
-    assert hook.put_connector_config("a/b c", CONFIG) == {"name": "a/b c"}
+                httpx.Response(200, json=INFO))
+    assert hook.put_connector_config("a/b c", CONFIG).to_dict() == INFO
     assert fake.attempts == 3
     retries = [r for r in caplog.records if r.name == _transport.__name__]
     assert len(retries) == 2 and all(r.levelno == logging.WARNING for r in retries)
@@ -317,19 +363,19 @@ def test_tls_with_ca_bundle_and_client_certificate(kafka_connect_conn: Callable[
                                                    https_url: str, pki: Pki) -> None:
     with _tls_hook(kafka_connect_conn, https_url, ca_bundle=str(pki.ca),
                    client_cert=str(pki.client_cert), client_key=str(pki.client_key)) as hook:
-        assert hook.get_server_info()["client"] == "test-client"
+        assert hook.get_server_info().to_dict()["client"] == "test-client"
 
 
 def test_tls_with_ca_bundle_only(kafka_connect_conn: Callable[..., str], https_url: str,
                                  pki: Pki) -> None:
     with _tls_hook(kafka_connect_conn, https_url, ca_bundle=str(pki.ca)) as hook:
-        assert hook.get_server_info()["client"] is None
+        assert hook.get_server_info().to_dict()["client"] is None
 
 
 def test_tls_verify_false_accepts_an_unknown_ca(kafka_connect_conn: Callable[..., str],
                                                 https_url: str) -> None:
     with _tls_hook(kafka_connect_conn, https_url, verify=False) as hook:
-        assert hook.get_server_info()["version"] == "4.0.0"
+        assert hook.get_server_info().version == "4.0.0"
 
 
 def test_untrusted_server_fails_without_retries(kafka_connect_conn: Callable[..., str],

@@ -1,213 +1,35 @@
-"""Status-topic records as Java's workers write them, one connector's view, and the reader's
-catch-up rule (every partition at its end once before any verdict)."""
+"""Reading the status topic: the reader's catch-up rule (every partition at its end once
+before any verdict), its consumer settings, and KafkaConnectStatusTopicHook, which owns the
+Kafka side of the ``kafka_connect`` connection (sync and async lookups)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
+from airflow.sdk import BaseHook, Connection
 from confluent_kafka import KafkaError
 
-from airflow_provider.connector_state import TaskState, Verdict
+from airflow_provider.connector_state import TaskState
 from airflow_provider.exceptions import KafkaConnectConfigError, KafkaConnectTransportError
+from airflow_provider.hooks import status_topic
+from airflow_provider.hooks.base import KafkaConnectBaseHook
 from airflow_provider.hooks.connection import ConnectionSettings
 from airflow_provider.hooks.status_topic import (
-    ConnectorStatusView,
-    StatusRecord,
+    KafkaConnectStatusTopicHook,
+    StatusTopicWatch,
     _CatchUp,
     _partitions,
-    event_payload,
-    parse_status_record,
     reader_config,
 )
+from airflow_provider.status_records import ConnectorStatusView
 
 # Bytes of Kafka's JsonConverter (schemas.enable=false), as KafkaStatusBackingStore writes.
 RUNNING_V = b'{"state":"RUNNING","trace":null,"worker_id":"10.0.0.1:8083","generation":3}'
-TRACE = "org.apache.kafka.connect.errors.ConnectException: boom\n\tat Foo.bar(Foo.java:1)"
-FAILED_V = ('{"state":"FAILED","trace":"' + TRACE.replace("\n", "\\n").replace("\t", "\\t")
-            + '","worker_id":"10.0.0.2:8083","generation":4}').encode()
-ENVELOPE_V = (b'{"schema":{"type":"struct","fields":[{"type":"string","optional":false,'
-              b'"field":"state"},{"type":"string","optional":true,"field":"trace"},'
-              b'{"type":"string","optional":false,"field":"worker_id"},{"type":"int32",'
-              b'"optional":false,"field":"generation"}],"optional":false},'
-              b'"payload":{"state":"PAUSED","trace":null,"worker_id":"w:8083",'
-              b'"generation":7}}')
-TOPIC_V = (b'{"topic":{"name":"orders","connector":"my-conn","task":0,'
-           b'"discoverTimestamp":1700000000000}}')
-
-
-def status(kind: str, connector: str, state: str, *, task: int | None = None,
-           worker: str = "w1:8083", generation: int = 1, trace: str | None = None
-           ) -> StatusRecord:
-    return StatusRecord(kind, connector, task=task, state=state, trace=trace,
-                        worker_id=worker, generation=generation)
-
-
-# ---------------------------------------------------------------------------- parsing
-
-
-def test_connector_record_as_java_writes_it() -> None:
-    assert parse_status_record(b"status-connector-x", RUNNING_V) == StatusRecord(
-        "connector", "x", state="RUNNING", trace=None, worker_id="10.0.0.1:8083", generation=3)
-
-
-def test_task_record_with_trace_and_dashes_in_the_name() -> None:
-    record = parse_status_record("status-task-my-conn-v2-12", FAILED_V)
-    assert record == StatusRecord("task", "my-conn-v2", task=12, state="FAILED", trace=TRACE,
-                                  worker_id="10.0.0.2:8083", generation=4)
-
-
-def test_schema_payload_envelope_and_extra_fields_are_accepted() -> None:
-    assert parse_status_record(b"status-task-c-0", ENVELOPE_V) == StatusRecord(
-        "task", "c", task=0, state="PAUSED", worker_id="w:8083", generation=7)
-    extra = b'{"state":"RUNNING","worker_id":"w:1","generation":0,"future":{"x":1}}'
-    assert parse_status_record(b"status-connector-c", extra).state == "RUNNING"
-
-
-def test_topic_record_and_tombstones() -> None:
-    assert parse_status_record(b"status-topic-orders:connector-my-conn", TOPIC_V) == \
-        StatusRecord("topic", "my-conn", topic="orders")
-    assert parse_status_record(b"status-topic-orders:connector-my-conn", None) == \
-        StatusRecord("topic", "my-conn", topic="orders", deleted=True)
-    assert parse_status_record(b"status-connector-x", None) == \
-        StatusRecord("connector", "x", deleted=True)
-    assert parse_status_record(b"status-task-x-3", None) == \
-        StatusRecord("task", "x", task=3, deleted=True)
-
-
-@pytest.mark.parametrize(("key", "value"), [
-    (b"status-task-x", RUNNING_V),  # no task number
-    (b"status-task-x-", RUNNING_V),
-    (b"status-task--1", RUNNING_V),  # no connector name
-    (b"status-task-x-1a", RUNNING_V),
-    (b"status-connector-", RUNNING_V),
-    (b"status-topic-orders", TOPIC_V),
-    (b"status-topic-:connector-c", TOPIC_V),
-    (b"connector-x", b'{"properties":{}}'),  # a config-topic key
-    (b"something-else", RUNNING_V),
-    (None, RUNNING_V),
-    (b"status-connector-\xff", RUNNING_V),
-    (b"status-connector-x", b"{not json"),
-    (b"status-connector-x", b"\xff\xfe"),
-    (b"status-connector-x", b'["RUNNING"]'),
-    (b"status-connector-x", b'{"state":"SLEEPING","worker_id":"w","generation":1}'),
-    (b"status-connector-x", b'{"state":"RUNNING","worker_id":"w"}'),  # no generation
-    (b"status-connector-x", b'{"state":"RUNNING","worker_id":"w","generation":"1"}'),
-    (b"status-connector-x", b'{"state":"RUNNING","worker_id":"w","generation":true}'),
-    (b"status-connector-x", b'{"state":"RUNNING","worker_id":5,"generation":1}'),
-    (b"status-connector-x", b'{"state":"RUNNING","trace":[],"worker_id":"w","generation":1}'),
-    (b"status-topic-orders:connector-my-conn", b'{"topic":"orders"}'),
-    (b"status-topic-other:connector-my-conn", TOPIC_V),  # value does not match its key
-])
-def test_malformed_or_unrelated_records_are_skipped_with_a_warning(
-        key: bytes | None, value: bytes, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="airflow_provider.hooks.status_topic"):
-        assert parse_status_record(key, value) is None
-    assert [r.levelno for r in caplog.records] == [logging.WARNING]
-    assert "Skipping a status-topic record" in caplog.records[0].getMessage()
-
-
-# ---------------------------------------------------------------------------- the view
-
-
-def test_view_ignores_other_connectors() -> None:
-    view = ConnectorStatusView("c")
-    assert not view.apply(status("connector", "c-2", "RUNNING"))
-    assert not view.apply(status("task", "other", "RUNNING", task=0))
-    assert view.connector_state is None and view.tasks == {}
-
-
-def test_stale_generation_from_another_worker_is_ignored() -> None:
-    view = ConnectorStatusView("c")
-    assert view.apply(status("task", "c", "RUNNING", task=0, worker="w2:8083", generation=5))
-    # A zombie worker that missed the rebalance writes with its old generation.
-    assert not view.apply(status("task", "c", "FAILED", task=0, worker="w1:8083",
-                                 generation=4, trace="zombie"))
-    assert view.tasks[0] == TaskState("RUNNING", None, "w2:8083")
-    # The same generation, a newer one, or the same worker (Kafka's canWriteSafely) apply.
-    assert view.apply(status("task", "c", "PAUSED", task=0, worker="w1:8083", generation=5))
-    assert view.apply(status("task", "c", "RUNNING", task=0, worker="w1:8083", generation=2))
-    assert view.apply(status("task", "c", "RUNNING", task=0, worker="w3:8083", generation=6))
-    assert view.generations[0] == 6
-    # Generations are per key: the connector's own status is not compared with its tasks'.
-    assert view.apply(status("connector", "c", "RUNNING", worker="w9:8083", generation=1))
-
-
-def test_tombstones_always_apply_and_a_connector_tombstone_clears_its_tasks() -> None:
-    view = ConnectorStatusView("c")
-    view.apply(status("connector", "c", "RUNNING", generation=9))
-    view.apply(status("task", "c", "RUNNING", task=0, generation=9))
-    view.apply(status("task", "c", "RUNNING", task=1, generation=9))
-    view.apply(StatusRecord("topic", "c", topic="orders"))
-    assert view.apply(StatusRecord("task", "c", task=1, deleted=True))
-    assert set(view.tasks) == {0}
-    assert view.apply(StatusRecord("connector", "c", deleted=True))
-    assert view.connector_state is None and view.tasks == {} and view.generations == {}
-    assert view.topics == {"orders"}  # topic statuses have tombstones of their own
-    # Re-created (its new statuses may carry any generation, from any worker).
-    assert view.apply(status("connector", "c", "RUNNING", worker="w2:8083", generation=1))
-    assert view.apply(StatusRecord("topic", "c", topic="orders", deleted=True))
-    assert view.topics == set()
-
-
-R, P, F = "RUNNING", "PAUSED", "FAILED"
-
-
-@pytest.mark.parametrize(("connector", "tasks", "target", "kwargs", "verdict", "failed"), [
-    (None, {}, "RUNNING", {}, Verdict.WAITING, None),  # never seen
-    (R, {0: R, 1: R}, "RUNNING", {}, Verdict.MET, None),
-    (R, {}, "RUNNING", {}, Verdict.WAITING, None),  # no task seen yet
-    (R, {}, "RUNNING", {"wait_for_tasks": False}, Verdict.MET, None),
-    (R, {0: R}, "RUNNING", {"expected_tasks": 2}, Verdict.WAITING, None),
-    (R, {0: R, 1: R, 2: F}, "RUNNING", {"expected_tasks": 2}, Verdict.MET, None),
-    (R, {0: R, 1: "UNASSIGNED"}, "RUNNING", {}, Verdict.WAITING, None),
-    (P, {0: R}, "PAUSED", {}, Verdict.WAITING, None),
-    (P, {0: P}, "paused", {}, Verdict.MET, None),
-    ("STOPPED", {0: R}, "STOPPED", {"expected_tasks": 1}, Verdict.MET, None),  # no tasks
-    (R, {0: R}, "STOPPED", {}, Verdict.WAITING, None),
-    (F, {0: R}, "RUNNING", {}, Verdict.FAILED, "connector"),
-    (R, {0: R, 1: F, 2: F}, "RUNNING", {}, Verdict.FAILED, "task 1"),
-    (P, {0: F}, "PAUSED", {}, Verdict.FAILED, "task 0"),
-    (R, {0: F}, "RUNNING", {"wait_for_tasks": False}, Verdict.MET, None),  # not considered
-    (F, {}, "FAILED", {"wait_for_tasks": False}, Verdict.MET, None),
-    (F, {0: F}, "FAILED", {}, Verdict.MET, None),
-    (F, {0: R}, "FAILED", {}, Verdict.WAITING, None),
-])
-def test_evaluate(connector: str | None, tasks: dict[int, str], target: str,
-                  kwargs: dict[str, object], verdict: Verdict, failed: str | None) -> None:
-    view = ConnectorStatusView("c")
-    if connector is not None:
-        view.apply(status("connector", "c", connector, trace=f"{connector} trace"))
-    for number, state in tasks.items():
-        view.apply(status("task", "c", state, task=number, trace=f"task {number} trace"))
-    outcome = view.evaluate(target, **{"wait_for_tasks": True, "expected_tasks": None,
-                                       **kwargs})  # type: ignore[arg-type]
-    assert outcome.verdict is verdict
-    assert outcome.failed == failed
-    if failed is not None:
-        assert outcome.trace == ("FAILED trace" if failed == "connector"
-                                 else f"{failed} trace")
-
-
-def test_evaluate_rejects_an_unknown_target() -> None:
-    with pytest.raises(ValueError, match="target_state"):
-        ConnectorStatusView("c").evaluate("SLEEPING", wait_for_tasks=True, expected_tasks=None)
-
-
-def test_event_payload() -> None:
-    view = ConnectorStatusView("c")
-    view.apply(status("connector", "c", "RUNNING", worker="w1:8083"))
-    view.apply(status("task", "c", "RUNNING", task=1))
-    view.apply(status("task", "c", "FAILED", task=0, trace="boom"))
-    view.apply(StatusRecord("topic", "c", topic="b"))
-    view.apply(StatusRecord("topic", "c", topic="a"))
-    outcome = view.evaluate("RUNNING", wait_for_tasks=True, expected_tasks=None)
-    assert event_payload(view, outcome, "RUNNING") == {
-        "status": "failed", "connector": "c", "target_state": "RUNNING",
-        "message": "task 0 is FAILED", "failed": "task 0", "trace": "boom",
-        "state": "RUNNING", "tasks": {"0": "FAILED", "1": "RUNNING"}, "topics": ["a", "b"],
-        "worker_id": "w1:8083"}
 
 
 # ---------------------------------------------------------------------------- reading
@@ -300,3 +122,71 @@ def test_reader_config_has_no_group_membership_and_lets_kafka_config_override() 
     assert config["security.protocol"] == "SSL" and config["fetch.wait.max.ms"] == "50"
     with pytest.raises(KafkaConnectConfigError, match="bootstrap_servers"):
         reader_config(ConnectionSettings(base_url="http://c:8083"))
+
+
+# ---------------------------------------------------------------------------- the hook
+
+
+@pytest.fixture
+def kafka_conn(kafka_connect_conn: Callable[..., str]) -> str:
+    return kafka_connect_conn("kc_kafka", host="http://connect:8083", extra={
+        "bootstrap_servers": "k1:9092,k2:9092", "status_topic": "st",
+        "kafka_config": {"sasl.password": "s3cret"}})
+
+
+def test_the_hook_is_a_kafka_connect_hook() -> None:
+    assert issubclass(KafkaConnectStatusTopicHook, KafkaConnectBaseHook)
+    assert issubclass(KafkaConnectStatusTopicHook, BaseHook)
+    assert KafkaConnectStatusTopicHook.conn_name_attr == "kafka_connect_conn_id"
+    assert KafkaConnectStatusTopicHook.conn_type == "kafka_connect"
+    assert KafkaConnectStatusTopicHook().kafka_connect_conn_id == "kafka_connect_default"
+
+
+def test_settings_are_read_once(kafka_conn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    lookups: list[str] = []
+    original = BaseHook.get_connection
+
+    def counting(cls: type[BaseHook], conn_id: str) -> Any:
+        lookups.append(conn_id)
+        return original(conn_id)
+
+    monkeypatch.setattr(BaseHook, "get_connection", classmethod(counting))
+    hook = KafkaConnectStatusTopicHook(kafka_conn)
+    settings = hook.settings
+    assert hook.settings is settings and hook.get_conn() is settings and lookups == [kafka_conn]
+    assert (settings.bootstrap_servers, settings.status_topic) == ("k1:9092,k2:9092", "st")
+    assert settings.kafka_config == {"sasl.password": "s3cret"}
+
+
+def test_async_lookup_never_blocks(kafka_conn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def blocking(*_: Any) -> Any:
+        raise AssertionError("a blocking lookup on the event loop")
+
+    monkeypatch.setattr(BaseHook, "get_connection", classmethod(blocking))
+    monkeypatch.setattr(Connection, "extra_dejson", property(blocking))
+    hook = KafkaConnectStatusTopicHook(kafka_conn)
+    watch = asyncio.run(hook.awatch("my-conn"))
+    assert isinstance(watch, StatusTopicWatch) and watch.view.connector == "my-conn"
+    assert watch.settings.status_topic == "st" and watch.settings is hook.settings
+    assert watch.settings.kafka_config == {"sasl.password": "s3cret"}
+
+
+def test_read_status_view_uses_the_connection(kafka_conn: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[Any, ...]] = []
+
+    def read(settings: ConnectionSettings, connector: str, *, timeout: float | None = None
+             ) -> tuple[ConnectorStatusView, bool]:
+        calls.append((settings.status_topic, connector, timeout))
+        return ConnectorStatusView(connector), True
+
+    monkeypatch.setattr(status_topic, "read_status_view", read)
+    view, caught_up = KafkaConnectStatusTopicHook(kafka_conn).read_status_view("c", timeout=2)
+    assert (view.connector, caught_up, calls) == ("c", True, [("st", "c", 2)])
+
+
+def test_test_connection_needs_bootstrap_servers(
+        kafka_connect_conn: Callable[..., str]) -> None:
+    conn_id = kafka_connect_conn("kc_rest_only", host="http://connect:8083")
+    ok, message = KafkaConnectStatusTopicHook(conn_id).test_connection()
+    assert not ok and "no 'bootstrap_servers'" in message

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from airflow_provider.exceptions import NotFoundError, OffsetsShapeError
+from airflow_provider.hooks.results import ConnectorOffsets, ConnectorStatus
 from airflow_provider.operators.runbook import KafkaConnectOffsetsRunbookOperator
 
 SOURCE_OFFSETS = [{"partition": {"filename": "f"}, "offset": {"position": 10}}]
@@ -29,15 +30,15 @@ class FakeConnect:
             self.fail_on = None  # fail once
             raise RuntimeError(f"{name} failed")
 
-    def get_connector_status(self, connector: str) -> dict[str, Any]:
+    def get_connector_status(self, connector: str) -> ConnectorStatus:
         if connector != "c":
             raise NotFoundError(404, f"Connector {connector} not found")
         tasks = [] if self.state == "STOPPED" else [{"id": 0, "state": self.state}]
-        return {"name": "c", "type": self.kind, "connector": {"state": self.state},
-                "tasks": tasks}
+        return ConnectorStatus.from_json({"name": "c", "type": self.kind,
+                                          "connector": {"state": self.state}, "tasks": tasks})
 
-    def get_offsets(self, connector: str) -> dict[str, Any]:
-        return {"offsets": list(self.stored)}
+    def get_offsets(self, connector: str) -> ConnectorOffsets:
+        return ConnectorOffsets.from_json({"offsets": list(self.stored)})
 
     def stop_connector(self, connector: str) -> None:
         self._call("stop")

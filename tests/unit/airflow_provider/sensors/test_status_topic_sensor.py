@@ -17,17 +17,10 @@ from airflow_provider.exceptions import (
     NotFoundError,
     StateTimeoutError,
 )
-from airflow_provider.hooks.status_topic import ConnectorStatusView
-from airflow_provider.sensors import status_topic as sensor_module
+from airflow_provider.hooks.status_topic import KafkaConnectStatusTopicHook
 from airflow_provider.sensors.status_topic import KafkaConnectStatusTopicSensor
-
-
-class FakeTI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
+from airflow_provider.status_records import ConnectorStatusView
+from tests.unit.airflow_provider._fakes import FakeTI
 
 
 @pytest.fixture
@@ -56,11 +49,13 @@ def topic_reads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Each read of the status topic returns the next queued view (caught up)."""
     queued: list[Any] = []
 
-    def read(settings: Any, connector: str, **_: Any) -> tuple[ConnectorStatusView, bool]:
+    def read(hook: KafkaConnectStatusTopicHook, connector: str, **_: Any
+             ) -> tuple[ConnectorStatusView, bool]:
+        settings = hook.settings  # the sensor's connection, through the status-topic hook
         assert (settings.bootstrap_servers, settings.status_topic) == ("k:9092", "st")
         return queued.pop(0), True
 
-    monkeypatch.setattr(sensor_module, "read_status_view", read)
+    monkeypatch.setattr(KafkaConnectStatusTopicHook, "read_status_view", read)
     return queued
 
 
@@ -121,8 +116,9 @@ def test_execute_complete(context: dict[str, Any]) -> None:
     assert info.value.trace == "T" and "task 1 is FAILED" in str(info.value)
     with pytest.raises(StateTimeoutError, match="not reached"):
         s.execute_complete(context, {"status": "timeout", "message": "RUNNING not reached"})
-    with pytest.raises(KafkaConnectError, match="no such topic"):
+    with pytest.raises(KafkaConnectError, match="no such topic") as error:
         s.execute_complete(context, {"status": "error", "message": "no such topic"})
+    assert str(error.value) == "watching the status topic for 'c' failed: no such topic"
 
 
 class FakeHook:
@@ -167,5 +163,5 @@ def test_unreachable_kafka_is_not_yet(monkeypatch: pytest.MonkeyPatch,
     def read(*_: Any, **__: Any) -> Any:
         raise KafkaConnectTransportError("cannot read the status topic: broker down")
 
-    monkeypatch.setattr(sensor_module, "read_status_view", read)
+    monkeypatch.setattr(KafkaConnectStatusTopicHook, "read_status_view", read)
     assert sensor(expected_tasks=1).poke(context) is False

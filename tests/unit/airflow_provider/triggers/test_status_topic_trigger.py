@@ -10,7 +10,7 @@ import pytest
 
 from airflow_provider.connector_state import Outcome, TaskState, Verdict
 from airflow_provider.exceptions import KafkaConnectTransportError
-from airflow_provider.hooks import status_topic
+from airflow_provider.status_records import ConnectorStatusView
 from airflow_provider.triggers.status_topic import StatusTopicTrigger
 
 PATH = "airflow_provider.triggers.status_topic.StatusTopicTrigger"
@@ -69,7 +69,7 @@ class FakeWatch:
 
     def __init__(self, settings: Any, connector: str) -> None:
         self.settings = settings
-        self.view = status_topic.ConnectorStatusView(connector)
+        self.view = ConnectorStatusView(connector)
         self.caught_up = False
 
     async def until(self, target_state: str, **kwargs: Any) -> Outcome:
@@ -86,7 +86,8 @@ class FakeWatch:
 
 def test_success_event_and_what_the_watch_is_given(
         kafka_connect_conn: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("airflow_provider.triggers.status_topic.StatusTopicWatch", FakeWatch)
+    # The trigger gets its watch from KafkaConnectStatusTopicHook.awatch().
+    monkeypatch.setattr("airflow_provider.hooks.status_topic.StatusTopicWatch", FakeWatch)
     FakeWatch.calls = []
     conn_id = kafka_connect_conn("kc_kafka", host="http://connect:8083", extra={
         "bootstrap_servers": "k:9092", "status_topic": "st",
@@ -107,7 +108,7 @@ def test_success_event_and_what_the_watch_is_given(
 
 def test_timeout_event_says_what_was_seen(kafka_connect_conn: Callable[..., str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("airflow_provider.triggers.status_topic.StatusTopicWatch", FakeWatch)
+    monkeypatch.setattr("airflow_provider.hooks.status_topic.StatusTopicWatch", FakeWatch)
     conn_id = kafka_connect_conn("kc_kafka", host="http://connect:8083",
                                  extra={"bootstrap_servers": "k:9092"})
     events = run(StatusTopicTrigger(kafka_connect_conn_id=conn_id, connector="hangs",
@@ -131,7 +132,7 @@ class FlakyWatch(FakeWatch):
 
 def test_unreachable_kafka_is_waited_out(kafka_connect_conn: Callable[..., str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("airflow_provider.triggers.status_topic.StatusTopicWatch", FlakyWatch)
+    monkeypatch.setattr("airflow_provider.hooks.status_topic.StatusTopicWatch", FlakyWatch)
     monkeypatch.setattr("airflow_provider.triggers.status_topic.RETRY_DELAY_S", 0.01)
     conn_id = kafka_connect_conn("kc_kafka", host="http://connect:8083",
                                  extra={"bootstrap_servers": "k:9092"})
