@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 LINT_PATHS := worker airflow_provider dags tests
 PYTEST_ARGS ?=
 
-.PHONY: help venv test demo bench lint clean distclean constraints
+.PHONY: help venv test demo bench lint typecheck clean distclean constraints
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -28,8 +28,9 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install -c constraints.txt -e '.[test]'
 	touch $@
 
-test: venv  ## lint, then the whole test suite (unit + integration)
+test: venv  ## lint and type-check, then the whole test suite (unit + integration)
 	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/mypy
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 demo: venv  ## the whole story: broker, worker, connectors, Airflow DAGs, Spark -> Parquet
@@ -42,6 +43,9 @@ bench: venv  ## run every tests/bench/bench_*.py script (prints and saves figure
 
 lint: venv  ## ruff
 	$(BIN)/ruff check $(LINT_PATHS)
+
+typecheck: venv  ## mypy over worker/, airflow_provider/ and dags/ (settings in pyproject.toml)
+	$(BIN)/mypy
 
 # Regenerate constraints.txt from a fresh resolution of pyproject.toml: install without
 # the old pins, then freeze what got installed.

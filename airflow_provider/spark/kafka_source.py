@@ -150,7 +150,7 @@ class KafkaBatchReader(_RangeReader, DataSourceReader):
         """Every subscribed partition's resolved range (empty ones included)."""
         return resolve_offset_ranges(self._options, lookups=self._lookups)
 
-    def partitions(self) -> list[InputPartition]:  # type: ignore[override]
+    def partitions(self) -> list[InputPartition]:
         try:
             return [KafkaInputPartition(r.topic, r.partition, r.start, r.end)
                     for r in self.ranges() if not r.is_empty]

@@ -100,13 +100,15 @@ class ClusterLookups:
             from confluent_kafka import KafkaError, KafkaException
             from confluent_kafka.admin import AdminClient
 
-            config = {k: v for k, v in self._options.client_config.items()
-                      if k not in _CONSUMER_ONLY}
+            # Any: confluent-kafka's annotations leave out the ``logger`` object it takes.
+            config: dict[str, Any] = {k: v for k, v in self._options.client_config.items()
+                                      if k not in _CONSUMER_ONLY}
+            config["logger"] = log
             try:
-                self._admin = AdminClient({**config, "logger": log})
+                self._admin = AdminClient(config)
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else None
-                if getattr(error, "code", lambda: None)() == KafkaError._INVALID_ARG:
+                if isinstance(error, KafkaError) and error.code() == KafkaError._INVALID_ARG:
                     raise ValueError(f"a kafka.* option was refused by librdkafka: "
                                      f"{error.str()}") from None
                 raise KafkaSourceError(f"cannot create a Kafka client: {exc}") from exc
@@ -300,15 +302,17 @@ def next_ranges(options: Mapping[str, Any], previous_ending: str | Mapping[str, 
     ranges = []
     for current in resolve_offset_ranges(parsed, lookups=lookups):
         stopped = previous.get((current.topic, current.partition))
-        start = current.start if stopped is None else stopped
-        gone = stopped is not None and not current.start <= stopped <= current.end
-        if gone and parsed.fail_on_data_loss:
+        if stopped is None:
+            start = current.start
+        elif current.start <= stopped <= current.end:
+            start = stopped
+        elif parsed.fail_on_data_loss:  # the previous end is no longer in the partition
             raise ValueError(
                 f"{current.topic}-{current.partition}: the previous run ended at offset "
                 f"{stopped}, but the partition now holds offsets {current.start} to "
                 f"{current.end} (records deleted, or the topic re-created); set "
                 "failOnDataLoss=false to go on from what is there")
-        if gone:
+        else:
             start = current.start if stopped < current.start else current.end
         ranges.append(OffsetRange(current.topic, current.partition, start,
                                   max(start, current.end)))

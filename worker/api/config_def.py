@@ -25,7 +25,7 @@ from worker.api.exceptions import ConfigException
 NO_DEFAULT: Any = object()
 """Marker for a required key (Kafka's ``ConfigDef.NO_DEFAULT_VALUE``)."""
 
-Validator = Callable[[str, Any], None]
+Validator = Callable[[str, Any], object]
 """Called with (name, parsed value); raises ConfigException when the value is invalid."""
 
 

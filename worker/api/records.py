@@ -44,7 +44,7 @@ class ConnectRecord:
         return type(self)(**fields)
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._fields() == other._fields()  # type: ignore[attr-defined]
+        return type(self) is type(other) and self._fields() == other._fields()
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self._fields().items())

@@ -33,8 +33,8 @@ class JavaReplacement:
     """A Java ``Matcher.replaceFirst`` replacement string, parsed once."""
 
     def __init__(self, replacement: str, regex: re.Pattern[str], config_name: str) -> None:
-        # Parts are literal strings or group references (int index or str name).
-        self._parts: list[str | int] = []
+        # Parts are literal strings or group references (an int index or a _Named name).
+        self._parts: list[str | int | _Named] = []
         literal: list[str] = []
         i, n = 0, len(replacement)
         while i < n:
@@ -54,7 +54,7 @@ class JavaReplacement:
             if literal:
                 self._parts.append("".join(literal))
                 literal = []
-            self._parts.append(ref)  # type: ignore[arg-type]
+            self._parts.append(ref)
         if literal:
             self._parts.append("".join(literal))
 
@@ -86,7 +86,7 @@ class JavaReplacement:
             if type(part) is str:
                 out.append(part)
             else:
-                key = part.name if isinstance(part, _Named) else part  # type: ignore[union-attr]
+                key = part.name if isinstance(part, _Named) else part
                 out.append(match.group(key) or "")
         return "".join(out)
 

@@ -163,8 +163,8 @@ class IncrementalAssignor:
         now = self._clock()
         start = now + self._max_delay_ms / 1000
         # Work reported again or deleted is dropped; new losses start their own clock.
-        deadlines = {item: self._deadlines.get(item, start)
-                     for item in (*lost.connectors, *lost.tasks)}
+        items: tuple[str | TaskId, ...] = (*lost.connectors, *lost.tasks)
+        deadlines = {item: self._deadlines.get(item, start) for item in items}
         self._deadlines = {i: d for i, d in deadlines.items() if _remaining_ms(d, now) > 0}
         if not self._deadlines:
             return Assignment(), 0

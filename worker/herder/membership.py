@@ -62,7 +62,7 @@ def client_settings(config: DistributedConfig) -> dict[str, Any]:
     return settings
 
 
-class _Coordinator(BaseCoordinator):  # type: ignore[misc]
+class _Coordinator(BaseCoordinator):
     def __init__(self, client: KafkaNetClient, membership: GroupMembership,
                  **configs: Any) -> None:
         super().__init__(client, **configs)

@@ -20,6 +20,7 @@ Registration stays open: discovery scanners (KIP-898 manifests, ``plugin.path``)
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import logging
 import threading
@@ -101,7 +102,7 @@ class PluginDesc:
     class_name: str
     type: PluginType
     version: str
-    plugin_class: type
+    plugin_class: builtins.type  # the field ``type`` shadows the builtin in this scope
     aliases: tuple[str, ...] = ()
     """Names registered for it; one that another plugin shares later stops resolving
     (``PluginRegistry.aliases`` gives the ones that still do)."""

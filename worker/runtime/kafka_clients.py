@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from worker.config.worker_config import WorkerConfig
+from worker.util.kafka_types import ClientConfig
 from worker.util.props import strip_prefix
 
 # Keys of Java clients that librdkafka does not know; dropped so a worker.properties
@@ -64,8 +65,8 @@ def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
 
 
 def admin_config(worker: WorkerConfig, connector_config: Mapping[str, str] | None = None
-                 ) -> dict[str, str]:
-    conf: dict[str, str] = {"bootstrap.servers": worker.bootstrap_servers}
+                 ) -> ClientConfig:
+    conf: ClientConfig = {"bootstrap.servers": worker.bootstrap_servers}
     conf.update(_clean(worker.prefixed("admin.")))
     if connector_config:
         conf.update(_clean(strip_prefix(connector_config, "admin.override.")))

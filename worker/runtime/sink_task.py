@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from typing import cast
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from worker.api.connector import TopicPartition
@@ -23,6 +24,7 @@ from worker.runtime.chain import TransformationChain
 from worker.runtime.status import StatusReporter
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import State, TargetState, TaskId
+from worker.util.kafka_types import ConsumedMessage
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +143,8 @@ class WorkerSinkTask(WorkerTask):
             self._apply_rewinds(consumer)
             messages = consumer.consume(MAX_BATCH, POLL_TIMEOUT_S)
             if messages:
-                records, positions, poison = self._convert(messages)
+                records, positions, poison = self._convert(
+                    cast("list[ConsumedMessage]", messages))
                 if self._deliver(records):
                     # Only records put() may be committed: a batch abandoned by a stop
                     # must be consumed again, not skipped.
@@ -182,7 +185,7 @@ class WorkerSinkTask(WorkerTask):
                 self._current[tp] = offset
         self._context.rewinds.clear()
 
-    def _convert(self, messages: list[Message]
+    def _convert(self, messages: list[ConsumedMessage]
                  ) -> tuple[list[SinkRecord], dict[TopicPartition, int], ConnectException | None]:
         """The batch's records, the next offset per partition once they are put, and the
         error of a record that failed conversion or transformation (``errors.tolerance=none``).
@@ -197,7 +200,8 @@ class WorkerSinkTask(WorkerTask):
         value_conv = self._value_converter.to_connect_data
         chain = self._chain if self._chain else None
         positions: dict[TopicPartition, int] = {}
-        last_topic, last_partition, tp = None, -1, None
+        # The first message always differs from this sentinel, so ``tp`` is set before use.
+        last_topic, last_partition, tp = "", -1, TopicPartition("", -1)
         for msg in messages:
             error = msg.error()
             if error is not None:
@@ -240,7 +244,7 @@ class WorkerSinkTask(WorkerTask):
                 log.warning("Task %s: skipped %s-%d@%d, conversion or transformation "
                             "failed", self.id, topic, partition, offset, exc_info=True)
                 record = None
-            positions[tp] = offset + 1  # type: ignore[index]
+            positions[tp] = offset + 1
             if record is not None:
                 append(record)
         return records, positions, None

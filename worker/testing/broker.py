@@ -39,6 +39,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from worker.util.kafka_types import ClientConfig
+
 __all__ = [
     "BrokerStartError",
     "EmbeddedBroker",
@@ -379,12 +381,9 @@ class EmbeddedBroker:
             time.sleep(_POLL_INTERVAL_S)
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient(
-            {
-                "bootstrap.servers": f"{self.host}:{self._port}",
-                "logger": logging.getLogger(f"{__name__}.admin"),
-            }
-        )
+        config: ClientConfig = {"bootstrap.servers": f"{self.host}:{self._port}",
+                                "logger": logging.getLogger(f"{__name__}.admin")}
+        admin = AdminClient(config)
         last: Exception | None = None
         while True:
             self._check_alive()

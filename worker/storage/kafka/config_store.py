@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from worker.config.worker_config import DistributedConfig
@@ -82,7 +82,7 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
     def put_connector_config(self, connector: str, config: Mapping[str, str],
                              target_state: TargetState | None = None) -> None:
         value = formats.properties_value(config, "connector config")
-        records = []
+        records: list[tuple[bytes, bytes | None]] = []
         if target_state is not None:
             # Before the config, as Kafka writes it (KIP-980): whoever reads the new
             # connector already knows the state it must start in.
@@ -95,7 +95,7 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
         self._write([(config_key(CONNECTOR_PREFIX, connector), None),
                      (config_key(TARGET_STATE_PREFIX, connector), None)])
 
-    def put_task_configs(self, connector: str, configs: list[Mapping[str, str]]) -> None:
+    def put_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> None:
         tasks = [(config_key(TASK_PREFIX, connector, n), formats.properties_value(c, "task config"))
                  for n, c in enumerate(configs)]
         commit = (config_key(COMMIT_PREFIX, connector), formats.commit_value(len(tasks)))

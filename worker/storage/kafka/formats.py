@@ -308,7 +308,7 @@ def _status_key(key: str) -> StatusKey:
 
 def _status(key: StatusKey, data: Any) -> Status:
     data = _object(data, "the value")
-    if key.kind == "topic":
+    if key.kind == "topic" and key.topic is not None:
         inner = _object(data.get("topic"), "'topic'")
         if inner.get("name") != key.topic or inner.get("connector") != key.connector:
             raise _Malformed("the topic status does not match its key")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -36,6 +36,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from worker.errors import StorageError
+from worker.util.kafka_types import ConsumedMessage
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,10 @@ class KafkaBasedLog:
                 future.set_exception(StorageError(
                     f"Failed to write to topic '{self.topic}': {err.str()}"))
             else:
-                future.set_result(LogRecord(msg.partition(), msg.offset(), key, value))
+                partition, offset = msg.partition(), msg.offset()
+                # Optional in confluent-kafka's types; always set once delivered.
+                assert partition is not None and offset is not None
+                future.set_result(LogRecord(partition, offset, key, value))
 
         deadline = time.monotonic() + _QUEUE_FULL_WAIT_S
         while True:
@@ -231,14 +235,14 @@ class KafkaBasedLog:
                     self._stopping.wait(_POLL_S)
                     continue
                 if batch:
-                    self._apply(batch)
+                    self._apply(cast("list[ConsumedMessage]", batch))
         finally:
             with self._cond:
                 self._closed = True
                 self._cond.notify_all()
             consumer.close()
 
-    def _apply(self, batch: list[Message]) -> None:
+    def _apply(self, batch: list[ConsumedMessage]) -> None:
         advanced: dict[int, int] = {}
         for msg in batch:
             partition, offset, err = msg.partition(), msg.offset(), msg.error()
