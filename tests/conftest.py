@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,6 +190,13 @@ def standalone_worker(
     ``offset.flush.interval.ms=1000`` and ``consumer.session.timeout.ms=6000``;
     ``overrides`` replace or add keys (a value of ``None`` removes a key). Every worker is
     stopped when the test ends; the log tails of a failed test's workers are printed.
+
+    HTTPS: ``scheme="https"`` makes the fixture's listener (and the worker's ``url``)
+    https; ``ssl_context`` is the test side's client context (``worker.testing.tls``);
+    ``extra_listeners`` are appended to ``listeners`` (e.g. an http one beside it).
+
+    Basic auth: ``credentials=(user, password)`` puts them in the worker's ``url``, so the
+    readiness probe and ``worker.client`` send them (``docs/security.md``).
     """
     workers: list[WorkerProcess] = []
 
@@ -199,6 +207,10 @@ def standalone_worker(
         start: bool = True,
         env: Mapping[str, str] | None = None,
         startup_timeout: float = 60.0,
+        scheme: str = "http",
+        ssl_context: ssl.SSLContext | None = None,
+        extra_listeners: Sequence[str] = (),
+        credentials: tuple[str, str] | None = None,
     ) -> WorkerProcess:
         workdir = tmp_path / f"worker-{len(workers) + 1}"
         workdir.mkdir()
@@ -207,7 +219,7 @@ def standalone_worker(
             port = free_port()
             props: dict[str, object | None] = {
                 "bootstrap.servers": kafka_bootstrap,
-                "listeners": f"http://127.0.0.1:{port}",
+                "listeners": ",".join([f"{scheme}://127.0.0.1:{port}", *extra_listeners]),
                 "storage.sql.url": f"sqlite:///{workdir / 'connect.db'}",
                 "offset.flush.interval.ms": 1000,
                 "consumer.session.timeout.ms": TEST_SESSION_TIMEOUT_MS,
@@ -220,10 +232,11 @@ def standalone_worker(
             worker = WorkerProcess(
                 props_file,
                 connector_files,
-                url=f"http://127.0.0.1:{port}",
+                url=f"{scheme}://{_userinfo(credentials)}127.0.0.1:{port}",
                 log_path=workdir / "worker.log",
                 startup_timeout=startup_timeout,
                 env=env,
+                ssl_context=ssl_context,
             )
             workers.append(worker)
             if not start:
@@ -243,6 +256,15 @@ def standalone_worker(
         if failed:
             print(f"\n----- {worker!r}: tail of {worker.log_path} -----\n{worker.log_tail(80)}")
         worker.close()
+
+
+def _userinfo(credentials: tuple[str, str] | None) -> str:
+    """``user:password@`` for a URL (httpx sends it as basic auth), or nothing."""
+    if credentials is None:
+        return ""
+    from urllib.parse import quote
+
+    return f"{quote(credentials[0], safe='')}:{quote(credentials[1], safe='')}@"
 
 
 # ----------------------------------------------------------------- distributed workers
@@ -286,17 +308,25 @@ DistributedClusterFactory = Callable[..., DistributedCluster]
 def distributed_cluster(
     kafka_bootstrap: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[DistributedClusterFactory]:
-    """Factory: ``distributed_cluster(size=3, overrides=None) -> DistributedCluster``.
+    """Factory: ``distributed_cluster(size=3, overrides=None, *, scheme="http",
+    ssl_context=None) -> DistributedCluster``.
 
     Each cluster gets a unique ``group.id`` and internal topics, each worker a free REST
     port and its own directory under ``tmp_path`` (properties and ``worker.log``); the
     base properties are :data:`DISTRIBUTED_TEST_PROPS`. All workers are stopped when the
-    test ends; a failed test prints every worker's log tail.
+    test ends; a failed test prints every worker's log tail. ``scheme="https"`` makes each
+    worker's listener https (the TLS settings come in ``overrides``); ``ssl_context`` is the
+    test side's client context. ``extra_listeners`` are appended to each worker's
+    ``listeners`` (e.g. ``https://127.0.0.1:0``); ``credentials=(user, password)`` go in
+    each worker's ``url`` for basic auth, as for ``standalone_worker``.
     """
     workers: list[WorkerProcess] = []
 
     def make(size: int = 3, overrides: Mapping[str, object | None] | None = None,
-             startup_timeout: float = 90.0) -> DistributedCluster:
+             startup_timeout: float = 90.0, *, scheme: str = "http",
+             ssl_context: ssl.SSLContext | None = None,
+             extra_listeners: Sequence[str] = (),
+             credentials: tuple[str, str] | None = None) -> DistributedCluster:
         group = unique_name("cluster")
 
         def add_worker() -> WorkerProcess:
@@ -305,7 +335,7 @@ def distributed_cluster(
             port = free_port()
             props: dict[str, object | None] = {
                 "bootstrap.servers": kafka_bootstrap,
-                "listeners": f"http://127.0.0.1:{port}",
+                "listeners": ",".join([f"{scheme}://127.0.0.1:{port}", *extra_listeners]),
                 "group.id": group,
                 "config.storage.topic": f"{group}-configs",
                 "offset.storage.topic": f"{group}-offsets",
@@ -315,10 +345,11 @@ def distributed_cluster(
             }
             props_file = write_properties(workdir / "worker.properties",
                                           {k: v for k, v in props.items() if v is not None})
-            worker = WorkerProcess(props_file, url=f"http://127.0.0.1:{port}",
+            worker = WorkerProcess(props_file,
+                                   url=f"{scheme}://{_userinfo(credentials)}127.0.0.1:{port}",
                                    log_path=workdir / "worker.log",
                                    startup_timeout=startup_timeout,
-                                   module=DISTRIBUTED_MODULE)
+                                   module=DISTRIBUTED_MODULE, ssl_context=ssl_context)
             workers.append(worker)
             return worker
 

@@ -9,19 +9,22 @@ from __future__ import annotations
 import logging
 import socket
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
+from fastapi import FastAPI
 
 from worker.config.worker_config import DistributedConfig, StandaloneConfig, WorkerConfig
 from worker.errors import ConfigError, ConnectError, PluginNotFoundError
 from worker.herder.abstract import AbstractHerder
 from worker.herder.distributed import DistributedHerder
 from worker.herder.standalone import StandaloneHerder
+from worker.herder.threaded import ThreadedHerder
 from worker.plugins.registry import PluginRegistry, PluginType, builtin_registry
 from worker.rest.app import create_app
-from worker.rest.server import RestServer
+from worker.rest.routes.admin import SERVED_LISTENERS
+from worker.rest.security.extensions import RestSecurity, rest_security
+from worker.rest.server import Listener, RestServer, parse_listeners
 from worker.runtime import kafka_clients
 from worker.runtime.loggers import Loggers
 from worker.runtime.worker import Worker
@@ -57,6 +60,8 @@ class Connect:
     config: WorkerConfig
     herder: AbstractHerder
     server: RestServer
+    #: The REST extensions (closed by ``stop()``) and admin principals.
+    security: RestSecurity | None = None
 
     def start(self, *, ready: bool = True) -> None:
         # The herder (and its stores) first: a request must never reach a herder whose
@@ -79,6 +84,11 @@ class Connect:
             self.herder.stop()
         finally:
             self.server.stop()
+            try:
+                if self.security is not None:
+                    self.security.close()  # after the server: no request uses them now
+            finally:
+                self.config.close()  # the config providers, once nothing resolves with them
 
 
 def kafka_cluster_id(config: WorkerConfig, timeout_s: float = CLUSTER_ID_TIMEOUT_S) -> str:
@@ -92,22 +102,53 @@ def kafka_cluster_id(config: WorkerConfig, timeout_s: float = CLUSTER_ID_TIMEOUT
     return str(metadata.cluster_id)
 
 
+def advertised_listener(config: WorkerConfig) -> Listener:
+    """The listener this worker advertises, as Kafka's ``RestServer`` chooses it.
+
+    Its protocol is ``rest.advertised.listener``; unset, ``http`` if any listener is
+    http, else ``https``. The first listener of that protocol is advertised; none at all
+    is a ConfigError (Kafka would advertise a URL nothing listens on).
+    """
+    listeners = parse_listeners(config.listeners)
+    chosen = config.get("rest.advertised.listener")
+    if chosen:
+        protocol = str(chosen).strip().lower()
+        if protocol not in ("http", "https"):
+            raise ConfigError("rest.advertised.listener", 'must be either "http" or "https"')
+    else:
+        protocol = "http" if any(lst.protocol == "http" for lst in listeners) else "https"
+    for listener in listeners:
+        if listener.protocol == protocol:
+            return listener
+    raise ConfigError("rest.advertised.listener", f"no {protocol} listener in listeners")
+
+
+def _advertised_host_port(config: WorkerConfig) -> tuple[str, int]:
+    listener = advertised_listener(config)
+    host = config.get("rest.advertised.host.name") or listener.host or socket.getfqdn()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 literal, as java.net.URI writes it
+    return host, int(config.get("rest.advertised.port") or listener.port)
+
+
 def worker_id(config: WorkerConfig) -> str:
     """``host:port`` this worker advertises (Kafka's worker id in statuses)."""
-    listener = config.listeners[0] if config.listeners else "http://:8083"
-    parts = urlsplit(listener)
-    if parts.port is None:
-        raise ConfigError("listeners", f"listener {listener} has no port")
-    host = config.get("rest.advertised.host.name") or parts.hostname or socket.getfqdn()
-    port = config.get("rest.advertised.port") or parts.port
+    host, port = _advertised_host_port(config)
     return f"{host}:{port}"
 
 
 def advertised_url(config: WorkerConfig) -> str:
     """The URL other workers forward requests to (``rest.advertised.*``, as in Kafka)."""
-    listener = config.listeners[0] if config.listeners else "http://:8083"
-    scheme = config.get("rest.advertised.listener") or urlsplit(listener).scheme or "http"
-    return f"{scheme.lower()}://{worker_id(config)}"
+    return f"{advertised_listener(config).protocol}://{worker_id(config)}"
+
+
+def rest_server(app: FastAPI, config: WorkerConfig) -> RestServer:
+    """The REST server on ``listeners`` and ``admin.listeners``, with TLS from the worker
+    configuration's resolved values (a bad keystore fails here, naming the key)."""
+    admin = config.get("admin.listeners")
+    return RestServer(app, config.listeners,
+                      admin_listeners=None if admin is None else list(admin),
+                      tls_config=config.originals)
 
 
 def check_worker_converters(config: WorkerConfig, registry: PluginRegistry) -> None:
@@ -136,9 +177,11 @@ def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None =
     status_store = CachedStatusBackingStore(SqlStatusBackingStore(database))
     worker = Worker(worker_id(config), config, registry, offset_store, status_store)
     herder = StandaloneHerder(config, registry, worker, config_store, offset_store,
-                              status_store, kafka_cluster_id=cluster_id, loggers=Loggers())
-    server = RestServer(create_app(herder), config.listeners)
-    return Connect(config, herder, server)
+                              status_store, kafka_cluster_id=cluster_id, loggers=Loggers(),
+                              url=advertised_url(config))
+    app, server, security = rest_layer(config, registry, herder)
+    wire_dynamic_config(herder, app, server)
+    return Connect(config, herder, server, security)
 
 
 def build_distributed(config: DistributedConfig, registry: PluginRegistry | None = None
@@ -154,5 +197,27 @@ def build_distributed(config: DistributedConfig, registry: PluginRegistry | None
     herder = DistributedHerder(config, registry, worker, config_store, offset_store,
                                status_store, url=advertised_url(config),
                                kafka_cluster_id=cluster_id, loggers=Loggers())
-    server = RestServer(create_app(herder), config.listeners)
-    return Connect(config, herder, server)
+    app, server, security = rest_layer(config, registry, herder)
+    wire_dynamic_config(herder, app, server)
+    herder.use_inter_worker_tls(server.client_ssl_context)
+    return Connect(config, herder, server, security)
+
+
+def rest_layer(config: WorkerConfig, registry: PluginRegistry, herder: AbstractHerder
+               ) -> tuple[FastAPI, RestServer, RestSecurity]:
+    """The REST app and server, wrapped in the REST extensions (``rest.extension.classes``)
+    and admin authorization; a ConfigError closes the extensions built until then."""
+    security = rest_security(config, registry, herder, worker_id(config))
+    try:
+        app = create_app(herder, security)
+        return app, rest_server(app, config), security
+    except BaseException:
+        security.close()
+        raise
+
+
+def wire_dynamic_config(herder: ThreadedHerder, app: FastAPI, server: RestServer) -> None:
+    """The REST server takes its TLS settings from the dynamic worker configuration (the
+    overrides in force at once), and ``GET /admin/worker`` reports what it serves."""
+    herder.register_reconfigurable(server)
+    setattr(app.state, SERVED_LISTENERS, server.served_listeners)

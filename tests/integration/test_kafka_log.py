@@ -121,6 +121,22 @@ def test_internal_client_config_uses_security_and_role_keys() -> None:
         internal_client_config(config, "streams", "x")
 
 
+def test_internal_client_config_leaves_out_the_rest_servers_keys() -> None:
+    """Unprefixed ssl.* are the REST listener's fallback TLS settings when the worker talks
+    plaintext to Kafka, and admin.listeners* are REST listeners: librdkafka refuses both."""
+    config = DistributedConfig({
+        "bootstrap.servers": "k1:9092", "group.id": "g", "config.storage.topic": "c",
+        "offset.storage.topic": "o", "status.storage.topic": "s",
+        "ssl.keystore.location": "/rest.p12", "ssl.client.auth": "required",
+        "admin.listeners": "https://:8444",
+        "admin.listeners.https.ssl.keystore.location": "/admin.p12",
+        "admin.request.timeout.ms": "99"})
+    for role in ("producer", "consumer", "admin"):
+        conf = internal_client_config(config, role, "configs")
+        assert not [k for k in conf if k.startswith(("ssl.", "listeners"))], (role, conf)
+    assert internal_client_config(config, "admin", "configs")["request.timeout.ms"] == "99"
+
+
 # --------------------------------------------------------------------------- the log
 
 def _log(bootstrap: str, topic: str, on_record: Callable[[LogRecord], None]) -> KafkaBasedLog:

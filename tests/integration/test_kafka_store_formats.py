@@ -24,6 +24,7 @@ from worker.storage.base import (
     TaskId,
     TaskStatus,
     TopicStatus,
+    WorkerConfigOverrides,
 )
 from worker.storage.kafka import (
     ConfigUpdate,
@@ -131,6 +132,10 @@ def test_config_records_written_by_java_are_read(
     assert snap.task_configs == {"my-conn": [{"task.class": "T", "file": "a"},
                                              {"task.class": "T", "file": "b"}]}
     assert store.offset == len(before)
+    # The worker-config record (draft KIP-1185): its offset is the version.
+    worker_config_offset = [k for k, _ in before].index(b"worker-config")
+    assert store.worker_config() == WorkerConfigOverrides(
+        worker_config_offset, {"offset.flush.interval.ms": "1000"})
     # Recognised records are skipped quietly; only the incomplete commit is worth a warning.
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING
                 and r.name.startswith("worker.storage.kafka")]
@@ -146,17 +151,28 @@ def test_config_records_written_by_java_are_read(
         (b"target-state-my-conn", b'{"state":"STARTED","state.v2":"STARTED"}'),
         (b"restart-connector-my-conn", b'{"include-tasks":true,"only-failed":true}'),
         (b"connector-legacy", None),
+        (b"worker-config", b'{"version":0,"properties":{"listeners.https.ssl.client.auth":'
+                           b'"required","listeners.https.ssl.cipher.suites":null}}'),
+        (b"worker-config", b'{"properties":{}}'),  # no version: skipped, with a warning
+        (b"worker-config", None),  # a tombstone clears every override
     ])
     store.refresh(30)
+    skipped = [r.getMessage() for r in caplog.records
+               if r.name == "worker.storage.kafka.formats"]
+    assert any("'worker-config'" in m and "'version'" in m for m in skipped), skipped
+    first = len(before) + 6
     assert updates == [
         ConfigUpdate("tasks", "my-conn"), ConfigUpdate("target_state", "my-conn"),
         ConfigUpdate("restart", "my-conn", RestartRequest("my-conn", True, True)),
-        ConfigUpdate("connector", "legacy")]
+        ConfigUpdate("connector", "legacy"),
+        ConfigUpdate("worker_config", "", version=first),
+        ConfigUpdate("worker_config", "", version=first + 2)]
     snap = store.snapshot()
     assert [t["file"] for t in snap.tasks("my-conn")] == ["new", "new1", "new2"]
     assert snap.target_states == {"my-conn": TargetState.STARTED}
     assert list(snap.connector_configs) == ["my-conn"]
-    assert store.offset == len(before) + 6
+    assert store.worker_config() == WorkerConfigOverrides(first + 2, {})
+    assert store.offset == len(before) + 9
 
 
 def test_offset_records_written_by_java_are_read(
@@ -244,6 +260,9 @@ def test_config_store_writes_java_bytes(config: DistributedConfig, kafka_bootstr
     store.put_restart_request("my-conn", True, False)
     store.put_task_configs("my-conn", [])
     store.remove_connector_config("my-conn")
+    store.put_worker_config({"listeners.https.ssl.keystore.location": "/etc/tls/wörker.p12",
+                             "listeners.https.ssl.keystore.password": "${env:KS_PASSWORD}"})
+    store.put_worker_config({})  # the last override removed: a tombstone
     expected = [
         (b"target-state-my-conn", b'{"state":"PAUSED","state.v2":"STOPPED"}'),
         (b"connector-my-conn",
@@ -257,6 +276,10 @@ def test_config_store_writes_java_bytes(config: DistributedConfig, kafka_bootstr
         (b"commit-my-conn", b'{"tasks":0}'),
         (b"connector-my-conn", None),
         (b"target-state-my-conn", None),
+        (b"worker-config", b'{"version":0,"properties":{"listeners.https.ssl.keystore.location":'
+                           b'"/etc/tls/w\xc3\xb6rker.p12","listeners.https.ssl.keystore.password":'
+                           b'"${env:KS_PASSWORD}"}}'),
+        (b"worker-config", None),
     ]
     records = read_raw(kafka_bootstrap, config.get("config.storage.topic"), len(expected))
     assert [(r.key, r.value) for r in records] == expected

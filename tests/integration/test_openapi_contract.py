@@ -9,20 +9,30 @@ disabled), the cases must exercise every operation of the document and every sta
 declares.
 
 One worker serves the module; the connectors the cases need are made once, up front.
-Cases run in the table's order, each on its own connector where it changes one.
+Cases run in the table's order, each on its own connector where it changes one. The
+dynamic worker configuration's writes (``DYNAMIC_CASES``) need an https listener, whose
+TLS settings are what may change: a second worker, with one, serves those.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.integration._rest_helpers import path
-from tests.support import WorkerProcess, create_topic, unique_name, wait_for_connector_state
+from tests.support import (
+    WorkerProcess,
+    create_topic,
+    unique_name,
+    wait_for_connector_state,
+    write_properties,
+)
 from tests.unit.worker.rest.conftest import FakeHerder
 from tests.unit.worker.rest.openapi_contract import (
     FAKE_CASES,
@@ -32,6 +42,8 @@ from tests.unit.worker.rest.openapi_contract import (
     uncovered,
 )
 from worker.rest.app import create_app
+from worker.testing import free_port
+from worker.testing.tls import TestCA
 
 pytestmark = pytest.mark.integration
 
@@ -64,6 +76,7 @@ TASK = f"{ONE}/tasks/{{task}}"
 LOGGER = "/admin/loggers/{logger}"
 VALIDATE = "PUT /connector-plugins/{plugin}/config/validate"
 SEQUENCE_OFFSETS = {"offsets": [{"partition": {"task": 0}, "offset": {"seq": 3}}]}
+DYNAMIC = "/admin/dynamic-worker-config"
 
 REAL_CASES: list[Case] = [
     Case("GET /", "/", 200),
@@ -152,6 +165,41 @@ REAL_CASES: list[Case] = [
     Case(f"PUT {LOGGER}", "/admin/loggers/worker.rest.contract", 404, json={"level": "LOUD"}),
     Case(f"PUT {LOGGER}", "/admin/loggers/worker.rest.contract", 415, **NOT_JSON),
     _malformed(f"PUT {LOGGER}", "/admin/loggers/worker.rest.contract"),
+    # --- our extensions: what a worker without https listeners answers
+    Case("GET /admin/worker", "/admin/worker", 200),
+    Case("GET /admin/cluster", "/admin/cluster", 200),
+    Case("GET /admin/dynamic-worker-config", "/admin/dynamic-worker-config", 200),
+    Case(f"POST {DYNAMIC}/validate", f"{DYNAMIC}/validate", 400,  # nothing reconfigurable
+         json={"listeners.https.ssl.client.auth": "required"}),
+    Case(f"DELETE {DYNAMIC}/{{name}}", f"{DYNAMIC}/listeners.https.ssl.client.auth", 404),
+]
+
+#: Keystore files of the TLS worker, written by its fixture; "{tls}" in a body names their
+#: directory.
+TLS_PASSWORD = "Contract-Keystore-Pw"
+OTHER_PASSWORD = "Contract-Other-Pw"
+KEYSTORE = "listeners.https.ssl.keystore.location"
+KS_PASSWORD = "listeners.https.ssl.keystore.password"
+
+DYNAMIC_CASES: list[Case] = [
+    Case(f"GET {DYNAMIC}", DYNAMIC, 200),
+    Case(f"POST {DYNAMIC}/validate", f"{DYNAMIC}/validate", 200,
+         json={KEYSTORE: "{tls}/missing.p12"}),  # 200, with the error in the body
+    Case(f"POST {DYNAMIC}/validate", f"{DYNAMIC}/validate", 400, json={"group.id": "x"}),
+    Case(f"POST {DYNAMIC}/validate", f"{DYNAMIC}/validate", 400, json=[KEYSTORE]),
+    Case(f"POST {DYNAMIC}/validate", f"{DYNAMIC}/validate", 415, **NOT_JSON),
+    Case(f"PATCH {DYNAMIC}", DYNAMIC, 400, json={KEYSTORE: "{tls}/missing.p12"}),
+    Case(f"PATCH {DYNAMIC}", DYNAMIC, 400, content=MALFORMED,
+         content_type="application/json"),
+    Case(f"PATCH {DYNAMIC}", DYNAMIC, 415, **NOT_JSON),
+    Case(f"PATCH {DYNAMIC}", DYNAMIC, 200,
+         json={KEYSTORE: "{tls}/other.p12", KS_PASSWORD: OTHER_PASSWORD}),
+    # The location alone would meet the static password: refused.
+    Case(f"DELETE {DYNAMIC}/{{name}}", f"{DYNAMIC}/{KS_PASSWORD}", 400),
+    Case(f"PATCH {DYNAMIC}", DYNAMIC, 200, json={KEYSTORE: "{tls}/second.p12",
+                                                 KS_PASSWORD: None}),
+    Case(f"DELETE {DYNAMIC}/{{name}}", f"{DYNAMIC}/{KEYSTORE}", 204),
+    Case(f"DELETE {DYNAMIC}/{{name}}", f"{DYNAMIC}/{KEYSTORE}", 404),
 ]
 
 
@@ -187,8 +235,51 @@ def test_answer_matches_the_document(client: httpx.Client, document: dict[str, A
     check_answer(document, case, case.send(client))
 
 
+@pytest.fixture(scope="module")
+def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ca, directory = TestCA(), tmp_path_factory.mktemp("tls")
+    for name, password in (("static", TLS_PASSWORD), ("second", TLS_PASSWORD),
+                           ("other", OTHER_PASSWORD)):
+        ca.issue_server(common_name=name).write_pkcs12(directory / f"{name}.p12", password)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def tls_worker(tls_dir: Path, kafka_bootstrap: str) -> Iterator[WorkerProcess]:
+    """A worker with an https listener beside the http one the cases talk to."""
+    http, https = free_port(), free_port()
+    props = write_properties(tls_dir / "worker.properties", {
+        "bootstrap.servers": kafka_bootstrap,
+        "listeners": f"http://127.0.0.1:{http},https://127.0.0.1:{https}",
+        "storage.sql.url": f"sqlite:///{tls_dir / 'connect.db'}",
+        KEYSTORE: tls_dir / "static.p12", KS_PASSWORD: TLS_PASSWORD,
+        "listeners.https.ssl.keystore.type": "PKCS12"})
+    worker = WorkerProcess(props, url=f"http://127.0.0.1:{http}",
+                           log_path=tls_dir / "worker.log")
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.close()
+
+
+def _in(directory: Path, body: Any) -> Any:
+    if isinstance(body, dict):
+        return {k: v.replace("{tls}", str(directory)) if isinstance(v, str) else v
+                for k, v in body.items()}
+    return body
+
+
+@pytest.mark.parametrize("case", DYNAMIC_CASES, ids=case_id)
+def test_dynamic_config_answer_matches_the_document(
+        tls_worker: WorkerProcess, tls_dir: Path, document: dict[str, Any], case: Case
+        ) -> None:
+    concrete = replace(case, json=_in(tls_dir, case.json))
+    check_answer(document, case, concrete.send(tls_worker.client))
+
+
 def test_every_operation_and_declared_status_is_exercised(document: dict[str, Any]) -> None:
-    assert uncovered(document, REAL_CASES + FAKE_CASES) == []
+    assert uncovered(document, REAL_CASES + DYNAMIC_CASES + FAKE_CASES) == []
 
 
 def test_served_document_is_the_one_the_unit_cases_check(document: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from worker.api.config_def import (
     Type,
     Width,
 )
+from worker.api.config_provider import ConfigData, ConfigProvider
 from worker.api.connector import (
     Connector,
     ConnectorContext,
@@ -29,6 +30,12 @@ from worker.api.exceptions import (
     RetriableException,
 )
 from worker.api.records import ConnectRecord, SinkRecord, SourceRecord
+from worker.api.rest_extension import (
+    ConnectClusterState,
+    Principal,
+    RestExtension,
+    RestExtensionContext,
+)
 from worker.api.task import (
     OffsetStorageReader,
     RecordMetadata,
@@ -43,10 +50,11 @@ from worker.api.transforms import Predicate, Transformation
 
 __all__ = [
     "NO_DEFAULT", "ConfigDef", "ConfigKey", "ConfigValue", "Importance", "Password", "Type",
-    "Width", "Connector", "ConnectorContext", "SinkConnector", "SourceConnector",
-    "SourceConnectorContext", "TopicPartition", "Converter", "Schema", "SchemaAndValue",
-    "SchemaType", "Struct", "ConfigException", "ConnectException", "DataException",
-    "RetriableException", "ConnectRecord", "SinkRecord", "SourceRecord", "OffsetStorageReader",
-    "RecordMetadata", "SinkTask", "SinkTaskContext", "SourceTask", "SourceTaskContext", "Task",
-    "partition_key", "Predicate", "Transformation",
+    "Width", "ConfigData", "ConfigProvider", "Connector", "ConnectorContext",
+    "SinkConnector", "SourceConnector", "SourceConnectorContext", "TopicPartition",
+    "Converter", "Schema", "SchemaAndValue", "SchemaType", "Struct", "ConfigException",
+    "ConnectException", "DataException", "RetriableException", "ConnectRecord", "SinkRecord",
+    "SourceRecord", "OffsetStorageReader", "RecordMetadata", "SinkTask", "SinkTaskContext",
+    "SourceTask", "SourceTaskContext", "Task", "partition_key", "Predicate", "Transformation",
+    "ConnectClusterState", "Principal", "RestExtension", "RestExtensionContext",
 ]

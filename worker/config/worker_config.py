@@ -11,12 +11,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.api.config_def import NO_DEFAULT, ConfigDef, Importance, Type, at_least, one_of
 from worker.api.exceptions import ConfigException
+from worker.config.providers import (
+    CONFIG_PROVIDERS,
+    ConfigTransformer,
+    build_providers,
+    has_placeholders,
+    provider_names,
+)
 from worker.errors import ConfigError
 from worker.util.props import strip_prefix
+
+if TYPE_CHECKING:
+    from worker.plugins.registry import PluginRegistry
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +35,7 @@ JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 # Prefixes whose keys are passed on to clients/plugins rather than read by the worker.
 PASSTHROUGH_PREFIXES = (
     "producer.", "consumer.", "admin.", "key.converter.", "value.converter.",
-    "header.converter.", "listeners.https.", "admin.listeners.https.", "config.providers.",
+    "header.converter.", "listeners.https.", "admin.listeners.https.",
     "ssl.", "sasl.", "security.", "metric.reporters.",
 )
 
@@ -39,6 +49,13 @@ def _partitions(name: str, value: Any) -> None:
     if value is not None and (value == 0 or value < -1):
         raise ConfigException(name, value, "Number of partitions must be positive or -1 "
                               "(the broker default)")
+
+
+def _admin_listeners(name: str, value: Any) -> None:
+    # Kafka's AdminListenersValidator: an empty list is allowed, an empty entry is not.
+    if value and any(not entry for entry in value):
+        raise ConfigException(name, value, "Empty URL found when parsing admin.listeners "
+                              "list.")
 
 
 COMMON = (
@@ -59,7 +76,13 @@ COMMON = (
     .define("rest.advertised.port", Type.INT, None, Importance.LOW,
             "Port other workers and clients should use to reach this worker.")
     .define("rest.advertised.listener", Type.STRING, None, Importance.LOW,
-            "Listener scheme (http/https) to advertise.")
+            "Protocol (http/https) of the listener advertised to other workers; unset: "
+            "http if any listener is http, else https.",
+            validator=one_of("http", "https"))
+    .define("admin.listeners", Type.LIST, None, Importance.LOW,
+            "Listeners of the /admin/* endpoints. Unset: the regular listeners serve them; "
+            "empty: disabled (404); set: only these listeners serve them (and only them).",
+            validator=_admin_listeners)
     .define("offset.flush.interval.ms", Type.LONG, 60000, Importance.LOW,
             "How often source offsets are committed and sink consumer offsets committed.",
             validator=at_least(1))
@@ -82,6 +105,19 @@ COMMON = (
             "Which producer./consumer./admin.override.* connector keys are allowed.",
             validator=one_of("None", "Principal", "All", case_sensitive=True))
     .define("client.id", Type.STRING, "", Importance.LOW, "Prefix for Kafka client ids.")
+    .define("rest.extension.classes", Type.LIST, "", Importance.LOW,
+            "REST extensions wrapping the REST API, in order (Java class names, Kafka's "
+            "aliases or Python import paths of worker.api.RestExtension subclasses).")
+    .define("rest.admin.principals", Type.STRING, "", Importance.MEDIUM,
+            "Principals allowed to write under /admin, separated by ';': user names "
+            "authenticated by a REST extension, client certificate subjects (RFC 4514). "
+            "Empty: no check (connect-plane setting).")
+    .define("rest.basic.auth.credentials.file", Type.STRING, None, Importance.MEDIUM,
+            "BasicAuthSecurityRestExtension: the user=password properties file "
+            "(connect-plane setting).")
+    .define("rest.basic.auth.jaas.file", Type.STRING, None, Importance.MEDIUM,
+            "BasicAuthSecurityRestExtension: Kafka's JAAS file whose KafkaConnect entry's "
+            "PropertyFileLoginModule names the credentials file (connect-plane setting).")
 )
 
 STANDALONE = COMMON.merge(
@@ -151,7 +187,7 @@ KNOWN_UNUSED = frozenset({
     "rest.host.name", "rest.port", "access.control.allow.origin",
     "access.control.allow.methods", "response.http.headers.config", "metrics.sample.window.ms",
     "metrics.num.samples", "metrics.recording.level", "auto.include.jmx.reporter",
-    "rest.extension.classes", "config.providers", "exactly.once.source.support",
+    "exactly.once.source.support",
     "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes",
     "request.timeout.ms", "retry.backoff.ms", "reconnect.backoff.ms",
     "reconnect.backoff.max.ms", "metric.reporters", "client.dns.lookup",
@@ -161,21 +197,65 @@ KNOWN_UNUSED = frozenset({
 class WorkerConfig:
     """A parsed, validated worker config.
 
-    ``get(key)`` returns the typed value; ``originals`` keeps the raw strings (for client
-    configs and plugin settings); ``prefixed("consumer.")`` strips a prefix.
+    ``raw`` holds the properties as written; ``originals`` the same with every
+    ``${provider:[path:]key}`` placeholder resolved by the config providers the properties
+    set up (``config.providers``), and the typed values come from ``originals``.
+    ``get(key)`` returns the typed value; ``originals`` is what client configs and plugin
+    settings read; ``prefixed("consumer.")`` strips a prefix; ``transformer`` resolves any
+    other map the same way (connector configs, the dynamic worker configuration).
+
+    ``registry`` resolves provider classes (default: the built-in plugins, built only when
+    ``config.providers`` is set). A provider that cannot be built and a placeholder that
+    does not resolve fail with a ConfigError naming the key and the placeholder as written.
     """
 
     definition: ConfigDef = COMMON
 
-    def __init__(self, props: Mapping[str, str]) -> None:
-        self.originals: dict[str, str] = {str(k): str(v) for k, v in props.items()}
+    def __init__(self, props: Mapping[str, str],
+                 registry: PluginRegistry | None = None) -> None:
+        self.raw: dict[str, str] = {str(k): str(v) for k, v in props.items()}
+        provider_keys = {CONFIG_PROVIDERS} & self.raw.keys()
+        self.transformer = ConfigTransformer()
+        if provider_names(self.raw):
+            if registry is None:
+                from worker.plugins.registry import builtin_registry
+                registry = builtin_registry()
+            settings = build_providers(self.raw, registry)
+            self.transformer = ConfigTransformer(settings.providers)
+            provider_keys = settings.used_keys
         try:
-            self._values: dict[str, Any] = self.definition.parse(self.originals)
-        except ConfigException as exc:
-            raise ConfigError(exc.name, exc.reason) from exc
+            self.originals: dict[str, str] = self._resolved(self.raw)
+            try:
+                self._values: dict[str, Any] = self.definition.parse(self.originals)
+            except ConfigException as exc:
+                # Its message quotes the value: not kept as the cause for a resolved one.
+                cause = None if has_placeholders(self.raw.get(exc.name)) else exc
+                raise ConfigError(exc.name, self._reason(exc)) from cause
+        except BaseException:
+            self.transformer.close()
+            raise
+        self._report_unused(provider_keys)
+
+    def _resolved(self, raw: dict[str, str]) -> dict[str, str]:
+        # The config.providers* keys set the providers up and are used as written (a
+        # provider's parameters cannot come from a provider), as in Kafka.
+        own = {k: v for k, v in raw.items()
+               if k == CONFIG_PROVIDERS or k.startswith(CONFIG_PROVIDERS + ".")}
+        resolved = self.transformer.transform({k: v for k, v in raw.items() if k not in own})
+        return {k: own[k] if k in own else resolved[k] for k in raw}
+
+    def _reason(self, exc: ConfigException) -> str:
+        # The parser's reason never holds the value; say where a resolved value came from.
+        written = self.raw.get(exc.name)
+        if has_placeholders(written):
+            return f"{exc.reason} (the value of {written})"
+        return exc.reason
+
+    def _report_unused(self, provider_keys: set[str]) -> None:
         defined = set(self.definition.names())
-        self.unused = sorted(k for k in self.originals
-                             if k not in defined and not k.startswith(PASSTHROUGH_PREFIXES))
+        self.unused = sorted(k for k in self.raw
+                             if k not in defined and k not in provider_keys
+                             and not k.startswith(PASSTHROUGH_PREFIXES))
         for key in self.unused:
             # Logged, not fatal: a Kafka worker.properties must start unchanged. Values are
             # never logged (they may be secrets).
@@ -185,6 +265,10 @@ class WorkerConfig:
             else:
                 log.warning("The configuration '%s' was supplied but isn't a known config.",
                             key)
+
+    def close(self) -> None:
+        """Close the config providers (when the worker stops)."""
+        self.transformer.close()
 
     def get(self, key: str) -> Any:
         return self._values[key]

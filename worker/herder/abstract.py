@@ -207,6 +207,12 @@ class AbstractHerder(Herder):
     # --- validation --------------------------------------------------------------------
 
     def validate_connector_config(self, config: Mapping[str, str]) -> ConfigInfos:
+        # As Kafka's: validate the config with its ${provider:...} placeholders resolved on
+        # this worker. Unlike Kafka, a placeholder that does not resolve is an error of its
+        # key; values are shown as written and resolved values are redacted from messages.
+        written = config
+        resolution = self.worker_config.transformer.resolve(written)
+        config = resolution.data
         class_name = config.get("connector.class")
         if not class_name:
             raise BadRequestError(f"Connector config {_keys_only(config)} contains no "
@@ -214,7 +220,7 @@ class AbstractHerder(Herder):
         try:
             desc = self.registry.resolve(class_name, CONNECTOR_TYPES)
         except PluginNotFoundError as exc:
-            raise BadRequestError(str(exc)) from exc
+            raise BadRequestError(resolution.redact(str(exc))) from exc
         connector_type = desc.type.value
         definition, errors = cc.enrich(cc.base_definition(connector_type), config,
                                        self.registry)
@@ -231,6 +237,9 @@ class AbstractHerder(Herder):
                     errors[key] = str(exc)
         for key, message in errors.items():
             values.setdefault(key, ConfigValue(key, config.get(key))).errors.append(message)
+        for key, message in resolution.errors.items():
+            # The only error worth showing: others would be about the placeholder's text.
+            values.setdefault(key, ConfigValue(key, config.get(key))).errors[:] = [message]
 
         def validate_plugin() -> tuple[ConfigDef, Mapping[str, ConfigValue]]:
             connector = desc.plugin_class()
@@ -246,7 +255,10 @@ class AbstractHerder(Herder):
             own_def = ConfigDef()
             own_values = {"connector.class": ConfigValue("connector.class", class_name,
                                                          errors=[str(exc)])}
-        return _config_infos(desc.class_name, definition, values, own_def, own_values, config)
+        for value in [*values.values(), *own_values.values()]:
+            value.errors[:] = [resolution.redact(e) for e in value.errors]
+        return _config_infos(desc.class_name, definition, values, own_def, own_values,
+                             written)
 
     def validate_or_raise(self, config: Mapping[str, str]) -> None:
         """Validate; raise ConfigValidationError with Kafka's message if anything is wrong."""

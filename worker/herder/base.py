@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from worker.errors import ConnectError
 from worker.herder.models import (
+    ClusterInfo,
     ConfigInfos,
     ConfigKeyInfo,
     ConnectorInfo,
@@ -27,6 +28,8 @@ from worker.herder.models import (
     ServerInfo,
     TaskInfo,
     TaskState,
+    WorkerConfigValidation,
+    WorkerInfo,
 )
 from worker.storage.base import TargetState, TaskId
 
@@ -196,3 +199,40 @@ class Herder(ABC):
     def health(self) -> HealthStatus:
         """Whether the worker finished starting and its herder thread is responsive
         (``healthy``, ``starting`` or ``unhealthy``, with Kafka's messages)."""
+
+    # --- our extensions: the dynamic worker configuration, this worker, the cluster ----
+
+    @abstractmethod
+    def worker_config_overrides(self) -> dict[str, str]:
+        """The dynamic worker-config overrides stored for the cluster (raw values; the
+        static worker properties are not included)."""
+
+    @abstractmethod
+    def validate_worker_config(self, patch: Mapping[str, str | None]
+                               ) -> WorkerConfigValidation:
+        """Validate, on this worker, the configuration ``patch_worker_config(patch)`` would
+        produce (static properties + stored overrides + ``patch``, placeholders resolved
+        here). Changes nothing. Raises BadRequestError (a key outside the whitelist)."""
+
+    @abstractmethod
+    def patch_worker_config(self, patch: Mapping[str, str | None]) -> dict[str, str]:
+        """Merge ``patch`` into the overrides (None removes one), validate the result
+        fully, store it, and apply it on this worker before answering; returns the
+        overrides now in force. Raises BadRequestError (a key outside the whitelist),
+        ConfigValidationError (invalid; nothing is stored), StorageError, and in a cluster
+        NotLeaderError / RebalanceNeededError as connector writes do."""
+
+    @abstractmethod
+    def delete_worker_config(self, name: str) -> None:
+        """Remove the override ``name`` (its static value is back in force), after
+        validating what remains. Raises NotFoundError (no such override),
+        ConfigValidationError, StorageError, NotLeaderError / RebalanceNeededError."""
+
+    @abstractmethod
+    def worker_info(self) -> WorkerInfo:
+        """This worker's id, advertised URL and the dynamic configuration it applied."""
+
+    @abstractmethod
+    def cluster_info(self) -> ClusterInfo:
+        """The leader's URL and every member's id and URL, as this worker knows them
+        (standalone: itself, as leader)."""

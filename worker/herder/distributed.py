@@ -17,11 +17,15 @@ new assignment, react to config-topic updates, run queued requests, reconcile.
   timeout) stops all its connectors and tasks before others may be given them.
 * Task configs are computed by the worker running the connector and written by the
   leader (forwarded over REST by a follower, ``POST /connectors/{c}/tasks``).
+* The dynamic worker configuration is one ``worker-config`` record, written by the leader
+  (which applies it before answering) and applied by every worker as it reads it; it is
+  not part of the assignment: no rebalance, no reconcile, no task restart.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +44,8 @@ from worker.herder.group_leader import GroupLeader
 from worker.herder.health import starting
 from worker.herder.membership import GroupMembership
 from worker.herder.models import (
+    ClusterInfo,
+    ClusterMemberInfo,
     ConnectorOffset,
     ConnectorStateInfo,
     HealthStatus,
@@ -116,6 +122,7 @@ class DistributedHerder(ThreadedHerder):
         self.kafka_status_store.set_listener(self._on_status_update)
         for store in (self.config_store, self.offset_store, self.status_store):
             store.start()
+        self._load_worker_config()  # before REST serves: it may hold the TLS settings
         self._shape = self._shape_now()
         self.membership.start()
         self._running = True
@@ -226,6 +233,12 @@ class DistributedHerder(ThreadedHerder):
     def _process_config_updates(self) -> None:
         with self._updates_lock:
             updates, self._updates = self._updates, []
+        config_updates = [u for u in updates if u.kind != "worker_config"]
+        if len(config_updates) < len(updates):
+            # Applied by every worker as it reads it. No connector or task depends on it,
+            # so it changes neither the shape (no rebalance) nor what runs (no reconcile).
+            self._apply_worker_config()
+        updates = config_updates
         if not updates:
             return
         shape = self._shape_now()
@@ -292,6 +305,21 @@ class DistributedHerder(ThreadedHerder):
     def is_leader(self) -> bool:
         assignment = self._assignment
         return assignment is not None and assignment.leader == self._member_id
+
+    def use_inter_worker_tls(self, context: Callable[[], ssl.SSLContext]) -> None:
+        """Composition root, before ``start()``: ``context`` is how this worker reaches an
+        https leader with task configs (the REST server's client TLS, which follows the
+        dynamic worker configuration)."""
+        self._sender = TaskConfigSender(lambda: self._leader_url(), context)
+
+    def cluster_info(self) -> ClusterInfo:
+        """The members of the current generation, as the leader sent them to everyone."""
+        assignment = self._assignment
+        if assignment is None:
+            return ClusterInfo(None, [])
+        members = sorted((ClusterMemberInfo(m.worker_id, m.url) for m in assignment.cluster),
+                         key=lambda m: (m.worker_id, m.url))
+        return ClusterInfo(assignment.leader_url, members)
 
     # --- how a write is carried out ---------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """What the herder returns: Kafka Connect's entities, as plain dataclasses.
 
 The REST layer turns these into the exact JSON shapes of Apache Kafka Connect
-(``ConnectorInfo``, ``ConnectorStateInfo``, ``TaskInfo``, ``ConfigInfos``, ``PluginInfo``).
+(``ConnectorInfo``, ``ConnectorStateInfo``, ``TaskInfo``, ``ConfigInfos``, ``PluginInfo``),
+and of our ``/admin/`` extensions (``WorkerConfigValidation``, ``WorkerInfo``,
+``ClusterInfo``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from worker.config.dynamic import DynamicConfigState
 from worker.storage.base import TaskId
 
 
@@ -158,3 +161,37 @@ class HealthStatus:
     status: str
     message: str
     worker_thread_details: str | None = None
+
+
+# --- our /admin/ extensions: the dynamic worker configuration, workers, the cluster -------
+
+
+@dataclass(frozen=True)
+class WorkerConfigValidation:
+    """``POST /admin/dynamic-worker-config/validate``: the problems per key."""
+
+    error_count: int
+    errors: dict[str, list[str]]
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """``GET /admin/worker``, herder part: who this worker is, what it applied."""
+
+    worker_id: str
+    url: str
+    dynamic_config: DynamicConfigState
+
+
+@dataclass(frozen=True)
+class ClusterMemberInfo:
+    worker_id: str
+    url: str
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """``GET /admin/cluster``: the leader's URL (None while unknown) and every member."""
+
+    leader_url: str | None
+    members: list[ClusterMemberInfo]

@@ -141,7 +141,7 @@ class Reconciler:
         awaiting_configs = name in self.task_configs_applied
         stale = [t for t in worker.task_ids(name)
                  if t not in desired or not self._owns_task(t) or t in self.restart_tasks
-                 or worker.tasks[t].task_config != desired[t]
+                 or worker.tasks[t].stored_task_config != desired[t]
                  or (not awaiting_configs and worker.tasks[t].connector_config != config)]
         worker.stop_tasks(stale)
         for task in self.status_store.get_tasks(name):

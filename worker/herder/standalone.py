@@ -1,9 +1,10 @@
 """StandaloneHerder: one worker; state in the SQL (or memory) stores.
 
 The write operations are ``ThreadedHerder``'s; this herder carries each out on the herder
-thread and then *reconciles* (``Reconciler``): it compares the stored configs and target
-states with what the worker runs and starts, stops, pauses or restarts exactly what
-differs. A restart marks what it restarts RESTARTING and reconciles at once.
+thread (a dynamic worker-config change is applied there too, at once) and then
+*reconciles* (``Reconciler``): it compares the stored configs and target states with what
+the worker runs and starts, stops, pauses or restarts exactly what differs. A restart
+marks what it restarts RESTARTING and reconciles at once.
 
 As in Kafka's StandaloneHerder, a config write answers once the connector has generated its
 task configs, so the returned ``ConnectorInfo`` lists the tasks. The connector computes them
@@ -39,9 +40,10 @@ class StandaloneHerder(ThreadedHerder):
     def __init__(self, config: WorkerConfig, registry: PluginRegistry, worker: Worker,
                  config_store: ConfigBackingStore, offset_store: OffsetBackingStore,
                  status_store: StatusBackingStore, kafka_cluster_id: str | None = None,
-                 loggers: Loggers | None = None) -> None:
+                 loggers: Loggers | None = None, *, url: str | None = None) -> None:
         super().__init__(config, registry, worker, config_store, offset_store, status_store,
                          kafka_cluster_id, loggers)
+        self.url = url or f"http://{worker.worker_id}"
         self._reconciler = Reconciler(worker, config_store, status_store,
                                       submit=self._submit,
                                       publish_task_configs=config_store.put_task_configs)
@@ -52,6 +54,7 @@ class StandaloneHerder(ThreadedHerder):
     def start(self) -> None:
         for store in (self.config_store, self.offset_store, self.status_store):
             store.start()
+        self._load_worker_config()  # before REST serves: it may hold the TLS settings
         self._thread.start()
         self._running = True
         self._call(self._reconciler.reconcile)

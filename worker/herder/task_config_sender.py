@@ -4,11 +4,17 @@ Kafka Connect's followers do the same over REST (``POST /connectors/{c}/tasks``)
 runs on its own thread so the herder thread never waits on another worker; a failed send
 is retried with back-off (the leader may be changing), and a newer set of configs for the
 same connector replaces one not yet sent.
+
+An ``https`` leader is reached with the worker's inter-worker TLS context (``tls_context``:
+the REST server's, from ``listeners.https.ssl.*``; the herder layer takes it as a plain
+callable, never importing REST): one client per context, made again when the context is
+reconfigured.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 from collections.abc import Callable
 from urllib.parse import quote
@@ -24,8 +30,21 @@ BACKOFF_MAX_S = 5.0
 
 
 class TaskConfigSender:
-    def __init__(self, leader_url: Callable[[], str | None]) -> None:
+    """Delivers task configs to the leader from a thread of its own.
+
+    :param leader_url: the leader's URL now, or None while unknown.
+    :param tls_context: the current TLS context for ``https`` leaders (may raise, e.g. a
+        ConfigError while the settings are invalid: the attempt is then retried). Without
+        it, https leaders are verified against the system's CAs.
+    """
+
+    def __init__(self, leader_url: Callable[[], str | None],
+                 tls_context: Callable[[], ssl.SSLContext] | None = None) -> None:
         self._leader_url = leader_url
+        self._tls_context = tls_context
+        self._plain: httpx.Client | None = None
+        self._secure: httpx.Client | None = None
+        self._secure_context: ssl.SSLContext | None = None
         self._pending: dict[str, list[dict[str, str]]] = {}
         self._cond = threading.Condition()
         self._stopped = False
@@ -48,7 +67,7 @@ class TaskConfigSender:
             self._thread.join(SEND_TIMEOUT_S)
 
     def _run(self) -> None:
-        with httpx.Client(timeout=SEND_TIMEOUT_S) as client:
+        try:
             while True:
                 with self._cond:
                     while not self._pending and not self._stopped:
@@ -56,10 +75,27 @@ class TaskConfigSender:
                     if self._stopped:
                         return
                     connector, configs = self._pending.popitem()
-                self._deliver(client, connector, configs)
+                self._deliver(connector, configs)
+        finally:
+            for client in (self._plain, self._secure):
+                if client is not None:
+                    client.close()
 
-    def _deliver(self, client: httpx.Client, connector: str,
-                 configs: list[dict[str, str]]) -> None:
+    def _client(self, url: str) -> httpx.Client:
+        """The client for ``url``: plain, or TLS with the current context."""
+        if not url.lower().startswith("https://") or self._tls_context is None:
+            if self._plain is None:
+                self._plain = httpx.Client(timeout=SEND_TIMEOUT_S)
+            return self._plain
+        context = self._tls_context()
+        if self._secure is None or context is not self._secure_context:
+            if self._secure is not None:
+                self._secure.close()  # only this thread uses it: nothing is in flight
+            self._secure = httpx.Client(timeout=SEND_TIMEOUT_S, verify=context)
+            self._secure_context = context
+        return self._secure
+
+    def _deliver(self, connector: str, configs: list[dict[str, str]]) -> None:
         delay = BACKOFF_S
         for attempt in range(1, MAX_ATTEMPTS + 1):
             with self._cond:
@@ -69,8 +105,9 @@ class TaskConfigSender:
             if url is not None:
                 target = f"{url.rstrip('/')}/connectors/{quote(connector, safe='')}/tasks"
                 try:
-                    response = client.post(target, params={"forward": "true"}, json=configs)
-                except httpx.HTTPError as exc:
+                    response = self._client(url).post(target, params={"forward": "true"},
+                                                      json=configs)
+                except Exception as exc:  # noqa: BLE001 - HTTP or TLS settings; retried
                     log.info("Sending task configs of %s to the leader failed (attempt %d): "
                              "%s", connector, attempt, exc)
                 else:

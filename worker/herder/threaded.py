@@ -6,12 +6,12 @@ writes are serialised without locks, and connector code never runs on a REST thr
 connector calls go to the connector's own thread and come back as futures.
 
 Each write operation (config put and patch, delete, pause/resume/stop, restarts, KIP-875
-offsets) is defined once here, as Kafka's AbstractHerder defines pause and resume once and
-patches through the put path. A herder supplies only *how* a write is carried out
-(``_write``, ``_config_write``: standalone runs it on the herder thread and reconciles,
-distributed runs it on the leader of a stable group) and the few genuine differences as
-hooks (``_store_target_state``, ``_restart_connector_and_tasks``, ``_check_assigned``,
-``_check_offsets_write``).
+offsets, the dynamic worker configuration) is defined once here, as Kafka's AbstractHerder
+defines pause and resume once and patches through the put path. A herder supplies only
+*how* a write is carried out (``_write``, ``_config_write``: standalone runs it on the
+herder thread and reconciles, distributed runs it on the leader of a stable group) and the
+few genuine differences as hooks (``_store_target_state``,
+``_restart_connector_and_tasks``, ``_check_assigned``, ``_check_offsets_write``).
 """
 
 from __future__ import annotations
@@ -25,11 +25,15 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from worker import __version__
+from worker.config.dynamic import DynamicConfigManager, merge
+from worker.config.reconfigurable import Reconfigurable
 from worker.config.worker_config import WorkerConfig
 from worker.errors import AlreadyExistsError, ConflictError, ConnectError, NotFoundError
 from worker.herder import offsets as offsets_api
 from worker.herder.abstract import AbstractHerder, not_found
 from worker.herder.models import (
+    ClusterInfo,
+    ClusterMemberInfo,
     ConnectorInfo,
     ConnectorOffset,
     ConnectorOffsets,
@@ -38,6 +42,8 @@ from worker.herder.models import (
     Created,
     Message,
     ServerInfo,
+    WorkerConfigValidation,
+    WorkerInfo,
 )
 from worker.herder.reconcile import Reconciler
 from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry
@@ -69,6 +75,8 @@ class ThreadedHerder(AbstractHerder):
     #: Starts, stops and restarts what this worker runs; built by the subclass, which says
     #: what this worker owns and how task configs are published.
     _reconciler: Reconciler
+    #: The URL this worker advertises (``GET /admin/worker``); set by the subclass.
+    url: str
 
     def __init__(self, config: WorkerConfig, registry: PluginRegistry, worker: Worker,
                  config_store: ConfigBackingStore, offset_store: OffsetBackingStore,
@@ -83,6 +91,8 @@ class ThreadedHerder(AbstractHerder):
         #: Opens a sink connector's consumer-group offsets (replaceable in tests).
         self.sink_offsets_factory: Callable[[WorkerConfig, str, Mapping[str, str]],
                                             SinkGroupOffsets] = open_sink_offsets
+        #: The parts of this worker that take worker-config changes at run time.
+        self.dynamic_config = DynamicConfigManager.for_worker(config)
 
     def _loop(self) -> None:
         """The herder thread's body: run requests until the stop sentinel."""
@@ -320,6 +330,69 @@ class ThreadedHerder(AbstractHerder):
             raise ConnectError(f"Cannot manage offsets of a connector whose class "
                                f"{config.get('connector.class')} is not installed")
         return kind is ConnectorType.SINK
+
+    # --- the dynamic worker configuration (our /admin/ extension) --------------------------
+
+    def register_reconfigurable(self, component: Reconfigurable) -> None:
+        """Composition root: ``component`` takes worker-config changes from now on (and the
+        overrides in force at once)."""
+        self.dynamic_config.register(component)
+
+    def worker_config_overrides(self) -> dict[str, str]:
+        return self.config_store.worker_config().properties
+
+    def validate_worker_config(self, patch: Mapping[str, str | None]
+                               ) -> WorkerConfigValidation:
+        stored = self.config_store.worker_config().properties
+        self.dynamic_config.check_request(patch, stored)
+        errors = self.dynamic_config.validate(merge(stored, patch))
+        return WorkerConfigValidation(sum(len(e) for e in errors.values()), errors)
+
+    def patch_worker_config(self, patch: Mapping[str, str | None]) -> dict[str, str]:
+        # Fail fast on keys (any worker can tell); the merge and the full validation run in
+        # the write, against the overrides stored at that moment.
+        self.dynamic_config.check_request(patch, self.config_store.worker_config().properties)
+
+        def write() -> dict[str, str]:
+            stored = self.config_store.worker_config().properties
+            self.dynamic_config.check_request(patch, stored)
+            merged = merge(stored, patch)
+            self._store_worker_config(merged)
+            return merged
+        return self._write(write)
+
+    def delete_worker_config(self, name: str) -> None:
+        def write() -> None:
+            stored = self.config_store.worker_config().properties
+            if name not in stored:
+                raise NotFoundError(f"No dynamic worker configuration override named {name}")
+            self._store_worker_config({k: v for k, v in stored.items() if k != name})
+        self._write(write)
+
+    def _store_worker_config(self, overrides: dict[str, str]) -> None:
+        """Herder thread, inside a write: validate, store, and apply here before the write
+        answers (so ``/admin/worker`` of the answering worker shows it at once)."""
+        self.dynamic_config.validate_or_raise(overrides)
+        self.config_store.put_worker_config(overrides)
+        self._apply_worker_config()
+
+    def _apply_worker_config(self) -> None:
+        """Herder thread: apply the stored overrides if they are newer than those applied
+        (a worker that cannot apply them logs it, keeps its config and reports it)."""
+        stored = self.config_store.worker_config()
+        self.dynamic_config.apply(stored.version, stored.properties)
+
+    def _load_worker_config(self) -> None:
+        """At start, once the config store was read: apply the stored overrides."""
+        stored = self.config_store.worker_config()
+        self.dynamic_config.load(stored.version, stored.properties)
+
+    def worker_info(self) -> WorkerInfo:
+        return WorkerInfo(self.worker.worker_id, self.url, self.dynamic_config.state())
+
+    def cluster_info(self) -> ClusterInfo:
+        # One worker is the whole cluster (standalone); a cluster overrides this.
+        return ClusterInfo(self.url, [ClusterMemberInfo(self.worker.worker_id, self.url)])
 
     # --- KIP-558 reset, KIP-1017 health hooks ---------------------------------------------
 

@@ -14,6 +14,12 @@ A connector config names its plugins the way Kafka Connect's do, and every form 
 - any importable Python path, ``pkg.mod.Class`` or ``pkg.mod:Class``, imported lazily and
   checked against the expected SPI base class.
 
+Connector configs name connectors, converters, SMTs and predicates; worker properties name
+config providers (``config.providers.<name>.class``) and REST extensions
+(``rest.extension.classes``). Lookups and listings without a type cover the former only —
+what Kafka's ``/connector-plugins`` endpoints list and describe — and worker plugins are
+found when asked for by type (``PluginType.CONFIG_PROVIDER``, ``PluginType.REST_EXTENSION``).
+
 Registration stays open: discovery scanners (KIP-898 manifests, ``plugin.path``) call
 ``register``. ``builtin_registry()`` builds a fresh registry each call (no singletons).
 """
@@ -30,8 +36,10 @@ from enum import StrEnum
 from typing import Any
 
 from worker.api import (
+    ConfigProvider,
     Converter,
     Predicate,
+    RestExtension,
     SinkConnector,
     SourceConnector,
     Transformation,
@@ -44,7 +52,7 @@ UNDEFINED_VERSION = "undefined"
 
 
 class PluginType(StrEnum):
-    """Plugin kinds, valued as Kafka's REST API spells them."""
+    """Plugin kinds, valued as Kafka spells them (``PluginType.toString()``)."""
 
     SOURCE = "source"
     SINK = "sink"
@@ -52,6 +60,8 @@ class PluginType(StrEnum):
     HEADER_CONVERTER = "header_converter"
     TRANSFORMATION = "transformation"
     PREDICATE = "predicate"
+    CONFIG_PROVIDER = "configprovider"  # Kafka's CONFIGPROVIDER, lower-cased
+    REST_EXTENSION = "rest_extension"  # Kafka's REST_EXTENSION, lower-cased
 
     @property
     def interface_name(self) -> str:
@@ -68,9 +78,18 @@ _INTERFACE_NAMES = {
     PluginType.SOURCE: "Connector", PluginType.SINK: "Connector",
     PluginType.CONVERTER: "Converter", PluginType.HEADER_CONVERTER: "HeaderConverter",
     PluginType.TRANSFORMATION: "Transformation", PluginType.PREDICATE: "Predicate",
+    PluginType.CONFIG_PROVIDER: "ConfigProvider",
+    PluginType.REST_EXTENSION: "ConnectRestExtension",
 }
 
 CONNECTOR_TYPES = frozenset((PluginType.SOURCE, PluginType.SINK))
+#: The plugin types connector configs name: what Kafka's ``GET /connector-plugins``
+#: lists and ``GET /connector-plugins/{p}/config`` describes, and what a lookup or listing
+#: without a type covers. Config providers and REST extensions are worker plugins, not
+#: among them (as in Kafka).
+CONNECTOR_CONFIG_TYPES = frozenset((
+    PluginType.SOURCE, PluginType.SINK, PluginType.CONVERTER, PluginType.HEADER_CONVERTER,
+    PluginType.TRANSFORMATION, PluginType.PREDICATE))
 
 
 def is_header_converter(cls: type) -> bool:
@@ -90,6 +109,8 @@ def plugin_types_of(cls: type) -> list[PluginType]:
         (PluginType.HEADER_CONVERTER, is_header_converter),
         (PluginType.TRANSFORMATION, lambda c: issubclass(c, Transformation)),
         (PluginType.PREDICATE, lambda c: issubclass(c, Predicate)),
+        (PluginType.CONFIG_PROVIDER, lambda c: issubclass(c, ConfigProvider)),
+        (PluginType.REST_EXTENSION, lambda c: issubclass(c, RestExtension)),
     )
     return [type_ for type_, check in checks
             if check(cls) and not getattr(cls, "__abstractmethods__", None)]
@@ -175,7 +196,8 @@ class PluginRegistry:
     def resolve(self, name: str,
                 expected: PluginType | set[PluginType] | frozenset[PluginType] | None = None
                 ) -> PluginDesc:
-        """The plugin ``name`` refers to, of one of the ``expected`` types.
+        """The plugin ``name`` refers to, of one of the ``expected`` types (None: any type
+        a connector config names, ``CONNECTOR_CONFIG_TYPES``).
 
         Raises PluginNotFoundError (with Kafka's message) if nothing matches.
         """
@@ -185,7 +207,7 @@ class PluginRegistry:
         if descs is None:
             descs = self._import(name)
         for desc in descs or ():
-            if wanted is None or desc.type in wanted:
+            if desc.type in (CONNECTOR_CONFIG_TYPES if wanted is None else wanted):
                 return desc
         raise PluginNotFoundError(self._not_found_message(name, wanted))
 
@@ -251,10 +273,12 @@ class PluginRegistry:
 
     def plugins(self, types: set[PluginType] | frozenset[PluginType] | None = None
                 ) -> list[PluginDesc]:
-        """Registered plugins (of ``types``), sorted by class name then type."""
+        """Registered plugins of ``types`` (None: ``CONNECTOR_CONFIG_TYPES``, Kafka's
+        ``/connector-plugins`` listing), sorted by class name then type."""
+        wanted = CONNECTOR_CONFIG_TYPES if types is None else types
         with self._lock:
             descs = [d for group in self._by_name.values() for d in group
-                     if types is None or d.type in types]
+                     if d.type in wanted]
         return sorted(descs, key=lambda d: (d.class_name, list(PluginType).index(d.type)))
 
     def aliases(self, desc: PluginDesc) -> list[str]:
@@ -293,11 +317,15 @@ def _is_dotted_identifier(text: str) -> bool:
 # --- built-ins --------------------------------------------------------------------------
 
 _KAFKA_TRANSFORMS = "org.apache.kafka.connect.transforms"
+_KAFKA_PROVIDERS = "org.apache.kafka.common.config.provider"
+_KAFKA_BASIC_AUTH = "org.apache.kafka.connect.rest.basic.auth.extension"
 
 
 def builtin_registry() -> PluginRegistry:
-    """A new registry holding every built-in connector, converter, SMT and predicate."""
-    from worker.connectors import predicates, transforms
+    """A new registry holding every built-in connector, converter, SMT, predicate, config
+    provider and REST extension."""
+    from worker.connectors import config_providers, predicates, transforms
+    from worker.connectors.basic_auth import BasicAuthSecurityRestExtension
     from worker.connectors.converters import ByteArrayConverter, JsonConverter, StringConverter
     from worker.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
     from worker.connectors.generator import SequenceGeneratorConnector
@@ -326,4 +354,9 @@ def builtin_registry() -> PluginRegistry:
     for name in ("TopicNameMatches", "HasHeaderKey", "RecordIsTombstone"):
         registry.register(getattr(predicates, name), PluginType.PREDICATE,
                           f"{_KAFKA_TRANSFORMS}.predicates.{name}")
+    for name in ("FileConfigProvider", "DirectoryConfigProvider", "EnvVarConfigProvider"):
+        registry.register(getattr(config_providers, name), PluginType.CONFIG_PROVIDER,
+                          f"{_KAFKA_PROVIDERS}.{name}")
+    registry.register(BasicAuthSecurityRestExtension, PluginType.REST_EXTENSION,
+                      f"{_KAFKA_BASIC_AUTH}.BasicAuthSecurityRestExtension")
     return registry

@@ -1,13 +1,15 @@
 """Build the FastAPI application that serves Kafka Connect's REST API over a herder.
 
-``create_app(herder)`` is called by the composition root; there is no module-level app,
-so tests and several in-process workers each get their own.
+``create_app(herder, security)`` is called by the composition root; there is no
+module-level app, so tests and several in-process workers each get their own. ``security``
+(``worker.rest.security``) adds the REST extensions' middleware and admin authorization.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from enum import StrEnum
 from typing import Any
 
 from fastapi import FastAPI
@@ -15,17 +17,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from worker.errors import RequestTargetError
 from worker.herder.base import Herder
-from worker.rest.errors import install_error_handlers
+from worker.rest.errors import error_response, install_error_handlers
 from worker.rest.forward import BodyCacheMiddleware, forward_request
 from worker.rest.openapi import remove_validation_errors
 from worker.rest.routes import (
+    admin,
     connector_offsets,
     connector_plugins,
     connector_topics,
     connectors,
     loggers,
     root,
+    worker_config,
 )
+from worker.rest.security.authorization import document_security
+from worker.rest.security.extensions import RestSecurity
 
 log = logging.getLogger("worker.rest")
 
@@ -39,7 +45,11 @@ class ConnectAPI(FastAPI):
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:
             # FastAPI builds the document once and caches it; trim it before anyone reads.
-            remove_validation_errors(super().openapi())
+            document = remove_validation_errors(super().openapi())
+            security: RestSecurity | None = getattr(self.state, "security", None)
+            if security is not None:
+                document_security(document, authenticates=security.authenticates,
+                                  authorizes=bool(security.admin_principals))
         return super().openapi()
 
 
@@ -57,6 +67,39 @@ class TrailingSlashMiddleware:
         path: str = scope.get("path", "")
         if scope["type"] == "http" and len(path) > 1 and path.endswith("/"):
             scope = {**scope, "path": path.rstrip("/") or "/"}
+        await self.app(scope, receive, send)
+
+
+#: ASGI scope key the REST server sets per listener (``worker.rest.server``).
+LISTENER_ROLE_KEY = "connect_plane.listener_role"
+
+
+class ListenerRole(StrEnum):
+    """What a listener serves (Kafka's ``admin.listeners``)."""
+
+    ALL = "all"  # admin.listeners unset: everything, /admin/* included
+    API = "api"  # admin.listeners set (or empty): everything but /admin/*
+    ADMIN = "admin"  # an admin listener: only /admin/*
+
+
+class AdminListenerMiddleware:
+    """Answer 404, as Kafka does, for ``/admin/*`` on a listener that does not serve the
+    admin endpoints and for anything else on an admin listener.
+
+    A request without a role (an in-process test client) is served in full.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        role = scope.get(LISTENER_ROLE_KEY, ListenerRole.ALL)
+        if scope["type"] == "http" and role != ListenerRole.ALL:
+            path: str = scope["path"]
+            is_admin = path == "/admin" or path.startswith("/admin/")
+            if is_admin != (role == ListenerRole.ADMIN):
+                await error_response(404, "HTTP 404 Not Found")(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 
@@ -89,8 +132,9 @@ class RequestLogMiddleware:
                       target, status, (time.perf_counter() - started) * 1000)
 
 
-def create_app(herder: Herder) -> FastAPI:
-    """The REST application for ``herder``: Connect's resources, errors and OpenAPI."""
+def create_app(herder: Herder, security: RestSecurity | None = None) -> FastAPI:
+    """The REST application for ``herder``: Connect's resources, errors and OpenAPI; with
+    ``security``, its REST extensions' middleware and admin authorization."""
     app = ConnectAPI(
         title=TITLE,
         description="Apache Kafka Connect 4.x compatible REST API served by connect-plane.",
@@ -98,13 +142,20 @@ def create_app(herder: Herder) -> FastAPI:
         redirect_slashes=False,
     )
     app.state.herder = herder
+    app.state.security = security
     for module in (root, connectors, connector_offsets, connector_topics, connector_plugins,
-                   loggers):
+                   loggers, worker_config, admin):
         app.include_router(module.router)
     install_error_handlers(app)
     # Distributed mode: requests another worker must serve are replayed there.
     app.add_exception_handler(RequestTargetError, forward_request)
     app.add_middleware(BodyCacheMiddleware)
+    if security is not None:
+        # Outside the body cache (an unauthenticated body is never read), inside the
+        # listener rules and the path normalization.
+        security.install(app)
+    # Inside TrailingSlashMiddleware: decides on the normalized path.
+    app.add_middleware(AdminListenerMiddleware)
     # Added last = outermost: log every request, including those answered by the
     # catch-all error middleware, and normalize the path before anything routes on it.
     app.add_middleware(TrailingSlashMiddleware)

@@ -5,11 +5,18 @@ worker that can (the leader for writes, the owner for a plain restart). This han
 replays the request there, with ``?forward=true`` if the client sent no ``forward``
 parameter (one more hop allowed) and ``?forward=false`` otherwise; a request that already
 arrived with ``forward=false`` is answered 409, as Kafka answers it.
+
+Requests go out through the worker's :class:`ForwardingClient` (one per REST server, put
+in each request's scope by the server): one connection pool for the process, TLS from the
+worker's ``listeners.https.ssl.*`` settings (Kafka's REST client settings), rebuilt when
+they are reconfigured. A target whose certificate is not trusted is answered 409 naming
+the TLS failure.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 from typing import cast
 
 import httpx
@@ -17,12 +24,15 @@ from fastapi import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from worker.errors import RequestTargetError
+from worker.errors import ConfigError, RequestTargetError
 from worker.rest.errors import error_response
+from worker.rest.tls import ClientTls
 
 log = logging.getLogger("worker.rest")
 
 BODY_KEY = "connect_plane.body"
+#: ASGI scope key holding the worker's ForwardingClient (set by the REST server).
+FORWARDER_KEY = "connect_plane.forwarder"
 FORWARD_TIMEOUT_S = 90.0
 #: Headers worth passing on to the target worker.
 _PASSED_HEADERS = ("content-type", "accept", "authorization")
@@ -65,6 +75,57 @@ class BodyCacheMiddleware:
         await self.app(scope, replay, send)
 
 
+class ForwardingClient:
+    """The worker's httpx clients for requests to other workers, used on the REST loop.
+
+    One plain client for ``http://`` targets and one TLS client for ``https://`` ones,
+    made with the current context of ``tls`` (built on first use, as Kafka loads its
+    client SSL settings only for an https URL); when ``tls`` is reconfigured the next
+    request makes a new TLS client, and the old one is closed with the server (requests
+    in flight on it finish).
+    """
+
+    def __init__(self, tls: ClientTls) -> None:
+        self._tls = tls
+        self._plain: httpx.AsyncClient | None = None
+        self._secure: httpx.AsyncClient | None = None
+        self._secure_context: ssl.SSLContext | None = None
+        self._retired: list[httpx.AsyncClient] = []
+
+    def client(self, url: str) -> httpx.AsyncClient:
+        """The client for ``url``; ConfigError if the TLS settings are invalid."""
+        if not url.lower().startswith("https://"):
+            if self._plain is None:
+                self._plain = httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S)
+            return self._plain
+        context = self._tls.context()
+        if self._secure is None or context is not self._secure_context:
+            if self._secure is not None:
+                self._retired.append(self._secure)
+            self._secure = httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S, verify=context)
+            self._secure_context = context
+        return self._secure
+
+    async def aclose(self) -> None:
+        clients = [c for c in (self._plain, self._secure, *self._retired) if c is not None]
+        self._plain = self._secure = self._secure_context = None
+        self._retired = []
+        for client in clients:
+            await client.aclose()
+
+
+def tls_failure(error: BaseException) -> str | None:
+    """Why a TLS handshake failed, if that is what ``error`` (or its cause) is."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return f"certificate verify failed: {seen.verify_message}"
+        if isinstance(seen, ssl.SSLError):
+            return seen.reason or str(seen)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 async def forward_request(request: Request, exc: Exception) -> Response:
     error = cast(RequestTargetError, exc)
     forward = request.query_params.get("forward")
@@ -80,12 +141,28 @@ async def forward_request(request: Request, exc: Exception) -> Response:
     target = error.forward_url.rstrip("/") + request.url.path
     headers = {k: v for k, v in request.headers.items() if k.lower() in _PASSED_HEADERS}
     log.debug("Forwarding %s %s to %s", request.method, request.url.path, target)
+    forwarder: ForwardingClient | None = request.scope.get(FORWARDER_KEY)
+    body = request.scope.get(BODY_KEY, b"")
     try:
-        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
-            answer = await client.request(request.method, target, params=params,
-                                          headers=headers,
-                                          content=request.scope.get(BODY_KEY, b""))
+        if forwarder is None:  # an app served without RestServer (in-process tests)
+            async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
+                answer = await client.request(request.method, target, params=params,
+                                              headers=headers, content=body)
+        else:
+            answer = await forwarder.client(target).request(
+                request.method, target, params=params, headers=headers, content=body)
+    except ConfigError as config_error:
+        log.error("Cannot forward %s %s to %s: %s", request.method, request.url.path,
+                  error.forward_url, config_error)
+        return error_response(409, f"Cannot forward the request to {error.forward_url}: "
+                                   f"{config_error}")
     except httpx.HTTPError as http_error:
+        reason = tls_failure(http_error)
+        if reason is not None:
+            log.error("Forwarding %s %s to %s failed: TLS handshake failed: %s",
+                      request.method, request.url.path, error.forward_url, reason)
+            return error_response(409, f"Cannot forward the request to {error.forward_url}: "
+                                       f"TLS handshake failed: {reason}")
         log.warning("Forwarding %s %s to %s failed: %s", request.method, request.url.path,
                     target, http_error)
         return error_response(409, TOO_MANY_HOPS)

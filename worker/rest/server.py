@@ -1,12 +1,20 @@
-"""Serve the REST app with uvicorn on the worker's ``listeners``, in a background thread.
+"""Serve the REST app with uvicorn on the worker's listeners, in a background thread.
 
 Listeners are parsed as Kafka's ``RestServer`` parses them (``protocol://host:port``, an
 empty host = all interfaces, ``[...]`` around IPv6 literals). Each listener gets its own
-uvicorn ``Server`` (all on one event loop, in one thread) so that each can later carry
-its own TLS context: an ``https`` listener takes its ``ssl.SSLContext`` from
-``ssl_context_factory`` — the extension point for ``listeners.https.ssl.*`` and for
-keystore hot reload (reload the certificates into the same context, or hand uvicorn a new
-one, without rebinding the socket).
+uvicorn ``Server`` (all on one event loop, in one thread), so that each carries its own
+TLS context and its own role for ``/admin/*`` (Kafka's ``admin.listeners``: unset, the
+admin endpoints are served on the regular listeners; empty, nowhere; set, only on those
+listeners). The role travels in the ASGI scope (``worker.rest.app.LISTENER_ROLE_KEY``).
+
+``https`` listeners read ``listeners.https.ssl.*`` (admin listeners
+``admin.listeners.https.ssl.*``), with ``ssl.*`` as fallback (``worker.rest.tls``). The
+server is :class:`~worker.config.reconfigurable.Reconfigurable`: a new keystore,
+truststore, client-auth mode, protocol list or cipher list is validated in full, then
+swapped in for every https listener at once; new handshakes get it, established
+connections and in-flight requests go on (``worker.rest.tls.SwappableServerContext``).
+An https listener's requests carry the ASGI TLS extension — the verified client
+certificate's subject, for admin authorization (``worker.rest.security.tls_scope``).
 
 Sockets are bound in :meth:`RestServer.start` itself, so a port in use fails there, with
 the listener named, and port 0 yields the real port in :attr:`RestServer.url`.
@@ -21,14 +29,20 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from worker.config.reconfigurable import Reconfigurable
 from worker.errors import ConfigError, ConnectError
+from worker.rest.app import LISTENER_ROLE_KEY, ListenerRole
 from worker.rest.executor import DaemonThreadPool
+from worker.rest.forward import FORWARDER_KEY, ForwardingClient
+from worker.rest.security.tls_scope import TlsScopeProtocol
+from worker.rest.tls import ADMIN_PREFIX, LISTENERS_PREFIX, ServedListener
+from worker.rest.tls_reload import ListenerTls
 
 log = logging.getLogger("worker.rest")
 
@@ -37,9 +51,6 @@ _LISTENER = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 _PROTOCOLS = ("http", "https")
 #: Threads for blocking herder calls; as many requests as this can wait on the herder.
 REST_THREADS = 32
-
-#: Builds the TLS context of an ``https`` listener.
-SslContextFactory = Callable[["Listener"], ssl.SSLContext]
 
 
 @dataclass(frozen=True)
@@ -55,11 +66,13 @@ class Listener:
         return f"{self.protocol}://{host}:{self.port}"
 
 
-def parse_listeners(listeners: Iterable[str]) -> list[Listener]:
+def parse_listeners(listeners: Iterable[str], key: str = "listeners", *,
+                    allow_none: bool = False) -> list[Listener]:
     """Parse ``listeners`` as Kafka does; empty entries are skipped.
 
-    Raises ConfigError naming ``listeners`` for a malformed entry, a protocol other than
-    http/https, a port out of range, or no listener at all.
+    Raises ConfigError naming ``key`` for a malformed entry, a protocol other than
+    http/https, a port out of range, or no listener at all (unless ``allow_none``: an
+    empty ``admin.listeners`` disables the admin endpoints).
     """
     parsed = []
     for raw in listeners:
@@ -68,18 +81,17 @@ def parse_listeners(listeners: Iterable[str]) -> list[Listener]:
             continue
         match = _LISTENER.fullmatch(entry)
         if match is None:
-            raise ConfigError("listeners", "Listener doesn't have the right format "
-                                           "(protocol://hostname:port).")
+            raise ConfigError(key, "Listener doesn't have the right format "
+                                   "(protocol://hostname:port).")
         protocol = match.group(1).lower()
         if protocol not in _PROTOCOLS:
-            raise ConfigError("listeners",
-                              'Listener protocol must be either "http" or "https".')
+            raise ConfigError(key, 'Listener protocol must be either "http" or "https".')
         port = int(match.group(3))
         if not 0 <= port <= 65535:
-            raise ConfigError("listeners", f"Port {port} of listener {entry} is out of range")
+            raise ConfigError(key, f"Port {port} of listener {entry} is out of range")
         parsed.append(Listener(protocol, match.group(2), port))
-    if not parsed:
-        raise ConfigError("listeners", "Empty list")
+    if not parsed and not allow_none:
+        raise ConfigError(key, "Empty list")
     return parsed
 
 
@@ -127,25 +139,68 @@ def _local_url(listener: Listener, sock: socket.socket) -> str:
     return f"{listener.protocol}://{host}:{port}"
 
 
-class RestServer:
-    """Runs ``app`` on ``listeners`` in a daemon thread until :meth:`stop`.
+@dataclass(frozen=True)
+class _Binding:
+    """A listener and what it serves: its ``/admin/*`` role and its TLS settings' prefix."""
 
-    ``startup_timeout`` bounds :meth:`start`; ``shutdown_timeout`` bounds how long
-    :meth:`stop` lets in-flight requests finish before it gives up on them.
+    listener: Listener
+    role: ListenerRole
+    prefix: str
+
+    @property
+    def admin(self) -> bool:
+        return self.role is ListenerRole.ADMIN
+
+
+class _ListenerApp:
+    """The app as one listener serves it: tags each request with the listener's role and
+    the worker's inter-worker client (read by ``app.py`` and ``forward.py``)."""
+
+    def __init__(self, app: ASGIApp, role: ListenerRole, forwarder: ForwardingClient) -> None:
+        self.app = app
+        self.role = role
+        self.forwarder = forwarder
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[LISTENER_ROLE_KEY] = self.role
+            scope[FORWARDER_KEY] = self.forwarder
+        await self.app(scope, receive, send)
+
+
+class RestServer(Reconfigurable):
+    """Runs ``app`` on ``listeners`` (and ``admin_listeners``) in a daemon thread until
+    :meth:`stop`.
+
+    ``admin_listeners``: None serves ``/admin/*`` on ``listeners`` (Kafka's default), an
+    empty list nowhere, else only there. ``tls_config`` is the worker configuration the
+    ``ssl.*`` settings are read from (resolved values); the TLS contexts are built here, so
+    a bad keystore fails construction with a ConfigError naming the key. Without it an
+    https listener cannot start. ``startup_timeout`` bounds :meth:`start`;
+    ``shutdown_timeout`` bounds how long :meth:`stop` lets in-flight requests finish.
     """
 
     def __init__(self, app: ASGIApp, listeners: Iterable[str], *,
-                 ssl_context_factory: SslContextFactory | None = None,
+                 admin_listeners: Iterable[str] | None = None,
+                 tls_config: Mapping[str, str] | None = None,
                  access_log: bool = False, startup_timeout: float = 10.0,
                  shutdown_timeout: float = 10.0) -> None:
         self._app = app
         self._listeners = parse_listeners(listeners)
-        self._ssl_context_factory = ssl_context_factory
+        admins = (None if admin_listeners is None
+                  else parse_listeners(admin_listeners, "admin.listeners", allow_none=True))
+        regular = ListenerRole.ALL if admins is None else ListenerRole.API
+        self._bindings = [_Binding(lst, regular, LISTENERS_PREFIX) for lst in self._listeners]
+        self._bindings += [_Binding(lst, ListenerRole.ADMIN, ADMIN_PREFIX)
+                           for lst in admins or ()]
+        self._tls = ListenerTls(tls_config, [b.prefix for b in self._bindings
+                                             if b.listener.protocol == "https"])
+        self._forwarder = ForwardingClient(self._tls.client)
         self._access_log = access_log
         self._startup_timeout = startup_timeout
         self._shutdown_timeout = shutdown_timeout
         self._servers: list[uvicorn.Server] = []
-        self._urls: list[str] = []
+        self._bound: list[str] = []
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
         self._pool: DaemonThreadPool | None = None
@@ -157,34 +212,77 @@ class RestServer:
 
     @property
     def urls(self) -> list[str]:
-        """Base URL of every listener, with the bound port. Empty until started."""
-        return list(self._urls)
+        """Base URL of every regular listener, with the bound port. Empty until started."""
+        return [url for url, b in zip(self._bound, self._bindings, strict=False)
+                if not b.admin]
+
+    @property
+    def admin_urls(self) -> list[str]:
+        """Base URL of every ``admin.listeners`` listener. Empty until started."""
+        return [url for url, b in zip(self._bound, self._bindings, strict=False) if b.admin]
 
     @property
     def url(self) -> str:
         """Base URL of the first listener, e.g. ``http://127.0.0.1:8083``."""
-        if not self._urls:
+        if not self._bound:
             raise ConnectError("The REST server has not been started")
-        return self._urls[0]
+        return self._bound[0]
 
-    def _ssl_context(self, listener: Listener) -> ssl.SSLContext | None:
-        """TLS context of ``listener``: None for http; from the factory for https."""
-        if listener.protocol == "http":
-            return None
-        if self._ssl_context_factory is None:
-            raise ConfigError("listeners", f"Listener {listener} needs TLS settings "
-                                           "(listeners.https.ssl.*), which are not supported yet")
-        return self._ssl_context_factory(listener)
+    @property
+    def forwarder(self) -> ForwardingClient:
+        """This worker's client for requests to other workers (TLS from its settings)."""
+        return self._forwarder
 
-    def _config(self, listener: Listener) -> uvicorn.Config:
-        context = self._ssl_context(listener)
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """The current TLS context of requests to other workers (Kafka's REST client
+        settings: ``listeners.https.ssl.*``, else ``ssl.*``); ConfigError if invalid."""
+        return self._tls.client.context()
+
+    def served_listeners(self) -> list[ServedListener]:
+        """Every listener (the bound URL once started) with the certificate it serves."""
+        served = []
+        for index, binding in enumerate(self._bindings):
+            url = self._bound[index] if index < len(self._bound) else str(binding.listener)
+            https = binding.listener.protocol == "https"
+            served.append(ServedListener(url, binding.listener.protocol, binding.admin,
+                                         self._tls.certificate(binding.prefix) if https
+                                         else None))
+        return served
+
+    # --- Reconfigurable ---------------------------------------------------------------
+
+    def reconfigurable_configs(self) -> frozenset[str]:
+        """The phase-1 TLS keys of each kind of https listener this server has."""
+        return self._tls.keys()
+
+    def validate_reconfiguration(self, configs: Mapping[str, str]) -> None:
+        """Load every keystore and truststore ``configs`` names and build every context;
+        ConfigError naming the key on any problem. Changes nothing."""
+        self._tls.validate(configs)
+
+    def reconfigure(self, configs: Mapping[str, str]) -> None:
+        """Swap in new TLS contexts for all https listeners at once (or none): new
+        handshakes get them; established connections keep theirs."""
+        self._tls.reconfigure(configs)
+
+    # --- serving ----------------------------------------------------------------------
+
+    def _config(self, binding: _Binding) -> uvicorn.Config:
+        context: ssl.SSLContext | None = None
+        if binding.listener.protocol == "https":
+            context = self._tls.context(binding.prefix)
+            if context is None:
+                raise ConfigError("listeners", f"Listener {binding.listener} needs TLS "
+                                               f"settings ({binding.prefix}ssl.*)")
         return uvicorn.Config(
-            self._app,
+            _ListenerApp(self._app, binding.role, self._forwarder),
             log_config=None,  # the worker configures logging; uvicorn must not
             access_log=self._access_log,
             lifespan="off",  # the composition root owns start/stop of the herder
             timeout_graceful_shutdown=max(1, int(self._shutdown_timeout)),
             ssl_context_factory=(lambda _config, _default: context) if context else None,
+            # uvicorn's protocol, plus the client certificate in the scope.
+            http=TlsScopeProtocol if context else "auto",
         )
 
     def start(self) -> None:
@@ -195,18 +293,19 @@ class RestServer:
         """
         if self._thread is not None:
             raise ConnectError("The REST server is already started")
-        configs = [self._config(listener) for listener in self._listeners]
+        configs = [self._config(binding) for binding in self._bindings]
         sockets: list[socket.socket] = []
         try:
-            for listener in self._listeners:
-                sockets.append(bind_socket(listener))
+            for binding in self._bindings:
+                sockets.append(bind_socket(binding.listener))
         except OSError as exc:
             for sock in sockets:
                 sock.close()
-            raise ConnectError(f"Unable to bind REST listener {listener}: {exc}") from exc
+            raise ConnectError(f"Unable to bind REST listener {binding.listener}: "
+                               f"{exc}") from exc
         self._servers = [uvicorn.Server(config) for config in configs]
-        self._urls = [_local_url(lst, sock) for lst, sock in zip(self._listeners, sockets,
-                                                                  strict=True)]
+        self._bound = [_local_url(b.listener, sock)
+                       for b, sock in zip(self._bindings, sockets, strict=True)]
         self._pool = DaemonThreadPool(max_workers=REST_THREADS)
         self._thread = threading.Thread(target=self._run, args=(sockets, self._pool),
                                         name="rest-server", daemon=True)
@@ -219,14 +318,24 @@ class RestServer:
                 raise ConnectError(f"REST server did not start within "
                                    f"{self._startup_timeout}s: {failure}") from failure
             time.sleep(0.01)
-        log.info("REST server listening at %s", ", ".join(self._urls))
+        log.info("REST server listening at %s", ", ".join(self.urls))
+        if self.admin_urls:
+            log.info("REST admin endpoints at %s", ", ".join(self.admin_urls))
+        for served in self.served_listeners():
+            if served.certificate is not None:
+                log.info("%s serves certificate sha256=%s subject=%s (valid until %s)",
+                         served.url, served.certificate.sha256, served.certificate.subject,
+                         served.certificate.not_after.isoformat())
 
     def _run(self, sockets: list[socket.socket], pool: DaemonThreadPool) -> None:
         async def serve_all() -> None:
             # Handlers' blocking herder calls run here (worker.rest.routing.ConnectRoute).
             asyncio.get_running_loop().set_default_executor(pool)
-            await asyncio.gather(*(server.serve(sockets=[sock])
-                                   for server, sock in zip(self._servers, sockets, strict=True)))
+            try:
+                await asyncio.gather(*(server.serve(sockets=[sock]) for server, sock
+                                       in zip(self._servers, sockets, strict=True)))
+            finally:
+                await self._forwarder.aclose()  # its clients live on this loop
 
         try:
             # uvloop when installed (it is a dependency): a faster event loop for REST.

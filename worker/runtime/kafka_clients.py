@@ -64,10 +64,18 @@ def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
     return conf
 
 
+def admin_passthrough(worker: WorkerConfig) -> dict[str, str]:
+    """The worker's ``admin.*`` client settings, without the REST server's own keys that
+    share the prefix: ``admin.listeners`` and ``admin.listeners.https.*`` (Kafka's admin
+    REST listeners) are no client settings."""
+    return {k: v for k, v in _clean(worker.prefixed("admin.")).items()
+            if k != "listeners" and not k.startswith("listeners.")}
+
+
 def admin_config(worker: WorkerConfig, connector_config: Mapping[str, str] | None = None
                  ) -> ClientConfig:
     conf: ClientConfig = {"bootstrap.servers": worker.bootstrap_servers}
-    conf.update(_clean(worker.prefixed("admin.")))
+    conf.update(admin_passthrough(worker))
     if connector_config:
         conf.update(_clean(strip_prefix(connector_config, "admin.override.")))
     return conf

@@ -13,6 +13,7 @@ from concurrent.futures import Future
 from worker.api.connector import Connector, SinkConnector
 from worker.api.converter import Converter
 from worker.api.task import SinkTask, SourceTask
+from worker.config.providers import restore_placeholders
 from worker.config.worker_config import WorkerConfig
 from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry, PluginType
 from worker.runtime import kafka_clients
@@ -65,7 +66,7 @@ class Worker:
                     else StoreOffsetReader(self.offset_store, name))
 
         wc = WorkerConnector(name, create, dict(config), target, self.status, reader,
-                             on_reconfiguration)
+                             on_reconfiguration, resolve=self.config.transformer.transform)
         self.connectors[name] = wc
         wc.start()
 
@@ -80,7 +81,10 @@ class Worker:
         """Ask the running connector for task configs (computed on its own thread).
 
         The result carries ``task.class`` and, for sinks, ``topics``/``topics.regex``, as
-        Kafka's task configs do. None if the connector is not on this worker.
+        Kafka's task configs do. The connector computed them from its resolved config; as
+        Kafka does, every key whose stored connector config value holds a
+        ``${provider:...}`` placeholder gets the placeholder back, so that task configs are
+        stored without resolved secrets. None if the connector is not on this worker.
         """
         wc = self.connectors.get(name)
         if wc is None:
@@ -100,7 +104,8 @@ class Worker:
             if isinstance(connector, SinkConnector):
                 extra.update({k: wc.config[k] for k in ("topics", "topics.regex")
                               if k in wc.config})
-            result.set_result([{**c, **extra} for c in configs[:max_tasks]])
+            result.set_result(restore_placeholders([{**c, **extra} for c in configs[:max_tasks]],
+                                                   wc.config))
 
         wc.task_configs(max_tasks).add_done_callback(decorate)
         return result
@@ -114,17 +119,26 @@ class Worker:
 
     def start_task(self, task_id: TaskId, connector_config: Mapping[str, str],
                    task_config: Mapping[str, str], target: TargetState) -> None:
-        """Start a task thread; failures are reported as FAILED, never raised."""
+        """Start a task thread; failures are reported as FAILED, never raised.
+
+        ``connector_config`` and ``task_config`` are as stored; the task is built from and
+        started with both resolved (``${provider:...}`` placeholders), as Kafka does. A
+        placeholder that does not resolve fails the task with an error naming it.
+        """
         if task_id in self.tasks:
             raise RuntimeError(f"Task {task_id} is already running on this worker")
         self.status.task(task_id, State.UNASSIGNED)
         try:
-            worker_task = self._build_task(task_id, connector_config, dict(task_config), target)
+            resolve = self.config.transformer.transform
+            worker_task = self._build_task(task_id, resolve(connector_config),
+                                           resolve(task_config), target)
         except Exception as exc:
             log.error("Cannot create task %s", task_id, exc_info=True)
             self.status.task(task_id, State.FAILED, exc)
             return
+        # As stored: the herder compares these with the store to see what changed.
         worker_task.connector_config = dict(connector_config)
+        worker_task.stored_task_config = dict(task_config)
         self.tasks[task_id] = worker_task
         worker_task.start()
 

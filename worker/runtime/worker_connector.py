@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -39,14 +39,27 @@ class _Context(SourceConnectorContext):
         return self._reader
 
 
+def _as_written(config: Mapping[str, str]) -> dict[str, str]:
+    return dict(config)
+
+
 class WorkerConnector:
-    """States: created → RUNNING | PAUSED | STOPPED | FAILED; ``shutdown`` ends the thread."""
+    """States: created → RUNNING | PAUSED | STOPPED | FAILED; ``shutdown`` ends the thread.
+
+    ``config`` is the connector config as stored (``${provider:...}`` placeholders as
+    written); ``resolve`` turns it into what ``Connector.start`` gets, on the connector's
+    thread at each start, so a start (also after a resume) sees the providers' current
+    values. A placeholder that does not resolve fails the connector with an error naming it.
+    """
 
     def __init__(self, name: str, factory: Callable[[], Connector], config: dict[str, str],
                  target_state: TargetState, status: StatusReporter,
                  offset_reader: Callable[[Connector], OffsetStorageReader | None],
-                 on_reconfiguration_request: Callable[[str], None]) -> None:
+                 on_reconfiguration_request: Callable[[str], None],
+                 resolve: Callable[[Mapping[str, str]], dict[str, str]] = _as_written
+                 ) -> None:
         self.name = name
+        self._resolve = resolve
         self.connector: Connector | None = None  # created on the connector's own thread
         self._factory = factory
         self._offset_reader = offset_reader
@@ -134,7 +147,13 @@ class WorkerConnector:
             if not self._started:
                 assert self.connector is not None
                 try:
-                    self.connector.start(self.config)
+                    # Provider code: on this thread, and a failure is this connector's.
+                    resolved = self._resolve(self.config)
+                except Exception as exc:
+                    self._set_failed(exc)
+                    return
+                try:
+                    self.connector.start(resolved)
                     self._started = True
                 except Exception as exc:
                     self._stop_connector(force=True)

@@ -27,8 +27,11 @@ class WorkerTask(ABC):
                  on_topic: Callable[[str], None] | None = None) -> None:
         self.id = task_id
         self.task = task
-        self.task_config = task_config
-        self.connector_config: dict[str, str] = {}  # set by the Worker; restart on change
+        self.task_config = task_config  # what the plugin runs with (placeholders resolved)
+        # Both as stored (placeholders as written), set by the Worker: the herder compares
+        # them with the store and restarts the task when either changed.
+        self.stored_task_config: dict[str, str] = dict(task_config)
+        self.connector_config: dict[str, str] = {}
         self.status = status
         self.stopping = threading.Event()
         self.failed = False

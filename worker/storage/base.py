@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from worker.errors import StorageError
+
 
 class TargetState(StrEnum):
     """What the user asked a connector to be (KIP-875 adds STOPPED)."""
@@ -87,8 +89,31 @@ class ClusterConfigState:
         return self.task_configs.get(connector, [])
 
 
+@dataclass(frozen=True)
+class WorkerConfigOverrides:
+    """The dynamic worker configuration stored for the whole cluster: the overrides of
+    worker properties set through ``/admin/dynamic-worker-config`` (raw values: a
+    ``${provider:path:key}`` placeholder is stored as written).
+
+    ``version`` increases with every write, a clear included: the SQL and memory stores
+    count revisions (0: never written); the Kafka store gives the config-topic offset of
+    the last ``worker-config`` record (-1: none).
+    """
+
+    version: int
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+def string_map(properties: Mapping[str, str], what: str) -> dict[str, str]:
+    """A copy of ``properties``; StorageError (naming ``what``, no value) unless every key
+    and value is a string, so that every backend accepts and rejects the same input."""
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
+        raise StorageError(f"{what} keys and values must be strings")
+    return dict(properties)
+
+
 class ConfigBackingStore(ABC):
-    """Connector configs, task configs and target states."""
+    """Connector configs, task configs and target states; the worker-config overrides."""
 
     def start(self) -> None:
         """Open connections / read the store to its end."""
@@ -116,6 +141,20 @@ class ConfigBackingStore(ABC):
     @abstractmethod
     def put_target_state(self, connector: str, state: TargetState) -> None:
         """Set a connector's target state."""
+
+    @abstractmethod
+    def worker_config(self) -> WorkerConfigOverrides:
+        """The stored worker-config overrides (a copy) and their version."""
+
+    @abstractmethod
+    def put_worker_config(self, properties: Mapping[str, str]) -> None:
+        """Replace all worker-config overrides with ``properties`` and bump the version; an
+        empty mapping clears them (the Kafka store writes a tombstone). Raises StorageError
+        (nothing written) for a key or value that is not a string."""
+
+    def clear_worker_config(self) -> None:
+        """Remove every worker-config override (a new version with none)."""
+        self.put_worker_config({})
 
 
 class OffsetBackingStore(ABC):

@@ -24,18 +24,21 @@ from worker.storage.base import (
     TaskId,
     TaskStatus,
     TopicStatus,
+    WorkerConfigOverrides,
 )
 
 
 class CachedConfigBackingStore(ConfigBackingStore):
-    """Caches ``snapshot()``; every write invalidates it. Callers get their own copy (a few
-    dict copies, far cheaper than the queries it saves), as the ABC promises."""
+    """Caches ``snapshot()`` and ``worker_config()``; every write invalidates both. Callers
+    get their own copy (a few dict copies, far cheaper than the queries it saves), as the
+    ABC promises."""
 
     def __init__(self, inner: ConfigBackingStore) -> None:
         self._inner = inner
         self._lock = threading.Lock()
         self._version = 0
         self._snapshot: ClusterConfigState | None = None
+        self._worker_config: WorkerConfigOverrides | None = None
 
     def start(self) -> None:
         self._inner.start()
@@ -56,10 +59,21 @@ class CachedConfigBackingStore(ConfigBackingStore):
             dict(cached.target_states),
             {name: [dict(t) for t in tasks] for name, tasks in cached.task_configs.items()})
 
+    def worker_config(self) -> WorkerConfigOverrides:
+        with self._lock:
+            cached, version = self._worker_config, self._version
+        if cached is None:
+            cached = self._inner.worker_config()
+            with self._lock:
+                if self._version == version:
+                    self._worker_config = cached
+        return WorkerConfigOverrides(cached.version, dict(cached.properties))
+
     def _invalidate(self) -> None:
         with self._lock:
             self._version += 1
             self._snapshot = None
+            self._worker_config = None
 
     def put_connector_config(self, connector: str, config: Mapping[str, str],
                              target_state: TargetState | None = None) -> None:
@@ -83,6 +97,12 @@ class CachedConfigBackingStore(ConfigBackingStore):
     def put_target_state(self, connector: str, state: TargetState) -> None:
         try:
             self._inner.put_target_state(connector, state)
+        finally:
+            self._invalidate()
+
+    def put_worker_config(self, properties: Mapping[str, str]) -> None:
+        try:
+            self._inner.put_worker_config(properties)
         finally:
             self._invalidate()
 

@@ -25,15 +25,19 @@ from worker.storage.base import (
     TaskId,
     TaskStatus,
     TopicStatus,
+    WorkerConfigOverrides,
+    string_map,
 )
 
 
 class MemoryConfigBackingStore(ConfigBackingStore):
-    """Connector configs, task configs and target states held in dicts."""
+    """Connector configs, task configs, target states and worker-config overrides held in
+    dicts; the overrides' version counts writes, as the SQL store's revision does."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._state = ClusterConfigState()
+        self._worker_config = WorkerConfigOverrides(0)
 
     def snapshot(self) -> ClusterConfigState:
         with self._lock:
@@ -72,6 +76,16 @@ class MemoryConfigBackingStore(ConfigBackingStore):
     def put_target_state(self, connector: str, state: TargetState) -> None:
         with self._lock:
             self._state.target_states[connector] = TargetState(state)
+
+    def worker_config(self) -> WorkerConfigOverrides:
+        with self._lock:
+            stored = self._worker_config
+        return WorkerConfigOverrides(stored.version, dict(stored.properties))
+
+    def put_worker_config(self, properties: Mapping[str, str]) -> None:
+        copied = string_map(properties, "worker config")
+        with self._lock:
+            self._worker_config = WorkerConfigOverrides(self._worker_config.version + 1, copied)
 
 
 def _encode(value: Mapping[str, Any], what: str) -> str:

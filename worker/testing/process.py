@@ -13,6 +13,7 @@ fixture in ``tests/conftest.py`` and the demos build their worker properties wit
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 import sys
 import time
@@ -80,6 +81,8 @@ class WorkerProcess:
     :param module: ``STANDALONE_MODULE`` or ``DISTRIBUTED_MODULE``.
     :param new_session: start the worker in its own session, so a Ctrl-C in the terminal
         reaches only the caller, which then stops the worker itself (the demos).
+    :param ssl_context: TLS client context for an ``https`` URL (trust, and a client
+        certificate if the worker requires one); used by :attr:`client` and readiness.
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class WorkerProcess:
         request_timeout: float = 30.0,
         module: str = STANDALONE_MODULE,
         new_session: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.props_file = Path(props_file)
         self.connector_files = [Path(p) for p in connector_files]
@@ -108,6 +112,7 @@ class WorkerProcess:
         self.request_timeout = request_timeout
         self.module = module
         self.new_session = new_session
+        self.ssl_context = ssl_context
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
         self._log_start = 0
@@ -131,7 +136,8 @@ class WorkerProcess:
     def client(self) -> httpx.Client:
         """An ``httpx.Client`` with ``base_url=url``; it survives restarts."""
         if self._client is None:
-            self._client = httpx.Client(base_url=self.url, timeout=self.request_timeout)
+            self._client = httpx.Client(base_url=self.url, timeout=self.request_timeout,
+                                        verify=self._verify)
         return self._client
 
     @property
@@ -265,12 +271,16 @@ class WorkerProcess:
 
     # ------------------------------------------------------------------ internals
 
+    @property
+    def _verify(self) -> ssl.SSLContext | bool:
+        return self.ssl_context if self.ssl_context is not None else True
+
     def _wait_ready(self, timeout: float, healthy: bool) -> None:
         deadline = time.monotonic() + timeout
         last: str = "no answer yet"
         # A separate short-timeout client: the readiness probe must not hang on a
         # half-started server for the whole request timeout.
-        with httpx.Client(base_url=self.url, timeout=2.0) as probe:
+        with httpx.Client(base_url=self.url, timeout=2.0, verify=self._verify) as probe:
             while True:
                 assert self._proc is not None
                 code = self._proc.poll()

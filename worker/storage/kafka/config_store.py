@@ -1,10 +1,13 @@
-"""Connector configs, task configs and target states in the config topic (one partition).
+"""Connector configs, task configs, target states and the worker-config overrides in the
+config topic (one partition).
 
 The state is rebuilt from the topic exactly as Kafka's ``KafkaConfigBackingStore`` does:
 task configs wait for their ``commit-{c}`` record, which makes tasks 0..N-1 visible at
 once (or, if some are missing, e.g. after compaction of a half-written update, keeps the
-previous tasks). Every write is read back before returning, so ``snapshot()`` reflects it.
-Only the leader writes (the herder forwards); writes are serialised in this process.
+previous tasks). The ``worker-config`` record holds every override at once (a tombstone
+clears them); its offset is their version. Every write is read back before returning, so
+``snapshot()`` and ``worker_config()`` reflect it. Only the leader writes (the herder
+forwards); writes are serialised in this process.
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from worker.config.worker_config import DistributedConfig
-from worker.storage.base import ClusterConfigState, ConfigBackingStore, TargetState
+from worker.storage.base import (
+    ClusterConfigState,
+    ConfigBackingStore,
+    TargetState,
+    WorkerConfigOverrides,
+)
 from worker.storage.kafka import formats
 from worker.storage.kafka.formats import (
     COMMIT_PREFIX,
@@ -38,12 +46,14 @@ class ConfigUpdate:
     """A change read from the config topic, for the herder.
 
     ``kind``: ``"connector"`` (config put or removed), ``"tasks"`` (a commit applied),
-    ``"target_state"`` or ``"restart"`` (with ``restart``).
+    ``"target_state"``, ``"restart"`` (with ``restart``) or ``"worker_config"`` (the
+    overrides changed; ``connector`` empty, ``version`` the record's offset).
     """
 
     kind: str
     connector: str
     restart: RestartRequest | None = None
+    version: int | None = None
 
 
 class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
@@ -57,6 +67,7 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
         self._state = ClusterConfigState()
         self._deferred: dict[str, dict[int, dict[str, str]]] = {}  # uncommitted task configs
         self._offset = -1
+        self._worker_config = WorkerConfigOverrides(-1)
 
     def set_listener(self, callback: Callable[[ConfigUpdate], None] | None) -> None:
         """``callback(ConfigUpdate)`` on the log thread after a record was applied."""
@@ -77,7 +88,16 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
                 task_configs={c: [dict(t) for t in tasks]
                               for c, tasks in state.task_configs.items()})
 
+    def worker_config(self) -> WorkerConfigOverrides:
+        with self._lock:
+            stored = self._worker_config
+        return WorkerConfigOverrides(stored.version, dict(stored.properties))
+
     # --------------------------------------------------------------------------- writes
+
+    def put_worker_config(self, properties: Mapping[str, str]) -> None:
+        """One ``worker-config`` record with every override; none at all: a tombstone."""
+        self._write([(formats.worker_config_key(), formats.worker_config_value(properties))])
 
     def put_connector_config(self, connector: str, config: Mapping[str, str],
                              target_state: TargetState | None = None) -> None:
@@ -125,12 +145,15 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
         decoded = formats.decode_config_record(record.key, record.value)
         with self._lock:
             self._offset = record.offset + 1
-            update = None if decoded is None else self._apply(decoded)
+            update = None if decoded is None else self._apply(decoded, record.offset)
         if update is not None:
             self._emit(update)  # outside the lock: the listener may take a snapshot
 
-    def _apply(self, record: ConfigRecord) -> ConfigUpdate | None:
+    def _apply(self, record: ConfigRecord, offset: int) -> ConfigUpdate | None:
         state, connector = self._state, record.connector
+        if record.kind == "worker-config":
+            self._worker_config = WorkerConfigOverrides(offset, record.properties or {})
+            return ConfigUpdate("worker_config", "", version=offset)
         if record.kind == "connector":
             if record.properties is None:
                 state.connector_configs.pop(connector, None)

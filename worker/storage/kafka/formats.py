@@ -23,6 +23,7 @@ from worker.storage.base import (
     TaskId,
     TaskStatus,
     TopicStatus,
+    string_map,
 )
 
 log = logging.getLogger(__name__)
@@ -111,11 +112,13 @@ class RestartRequest:
 
 class ConfigRecord(NamedTuple):
     """A config-topic record; ``kind`` names its key: connector, task, commit, target-state,
-    restart, or other (understood, not used (yet): session key, worker config, ...)."""
+    restart, worker-config (``connector`` empty), or other (understood, not used (yet):
+    session key, task fencing, ...)."""
 
     kind: str
     connector: str
-    properties: dict[str, str] | None = None  # connector or task config; None: deleted
+    # Connector, task or worker config; None: deleted (a worker-config tombstone: cleared).
+    properties: dict[str, str] | None = None
     number: int = 0  # the task's number; a commit's task count
     state: TargetState | None = None  # None: reset
     restart: RestartRequest | None = None
@@ -146,6 +149,24 @@ def target_state_value(state: TargetState) -> bytes:
 
 def restart_value(include_tasks: bool, only_failed: bool) -> bytes:
     return dumps({"include-tasks": bool(include_tasks), "only-failed": bool(only_failed)})
+
+
+#: Format version of the ``worker-config`` record (the draft KIP-1185's
+#: WORKER_CONFIGURATION_V0).
+WORKER_CONFIG_FORMAT = 0
+
+
+def worker_config_key() -> bytes:
+    return WORKER_CONFIG_KEY.encode()
+
+
+def worker_config_value(properties: Mapping[str, str]) -> bytes | None:
+    """``{"version": 0, "properties": {...}}``, like the other config-topic records (no
+    schema envelope); no overrides at all is a tombstone (None)."""
+    if not properties:
+        return None
+    return dumps({"version": WORKER_CONFIG_FORMAT,
+                  "properties": string_map(properties, "worker config")}, "worker config")
 
 
 def decode_config_record(key: bytes | None, value: bytes | None) -> ConfigRecord | None:
@@ -179,7 +200,10 @@ def _config_record(key: str, data: Any) -> ConfigRecord | None:
         if data is None:
             return None
         return ConfigRecord("restart", connector, restart=_restart(connector, data))
-    if key in (SESSION_KEY, WORKER_CONFIG_KEY) or key.startswith(OTHER_CONFIG_PREFIXES):
+    if key == WORKER_CONFIG_KEY:
+        return ConfigRecord("worker-config", "",
+                            None if data is None else _worker_config(data))
+    if key == SESSION_KEY or key.startswith(OTHER_CONFIG_PREFIXES):
         return ConfigRecord("other", key)
     raise _Malformed("unknown key")
 
@@ -190,6 +214,13 @@ def _properties(data: Any) -> dict[str, str]:
     if not all(isinstance(v, str) for v in properties.values() if v is not None):
         raise _Malformed("'properties' holds a value that is not a string")
     return {k: v for k, v in properties.items() if v is not None}
+
+
+def _worker_config(data: Any) -> dict[str, str]:
+    # A later format version may add fields; its properties still read the same.
+    if _int(_object(data, "the value").get("version"), "'version'") < 0:
+        raise _Malformed("'version' is negative")
+    return _properties(data)
 
 
 def _target_state(data: Any) -> TargetState:

@@ -40,6 +40,7 @@ _CANNOT_CREATE = frozenset({
 _ROLES = ("producer", "consumer", "admin")
 # Top-level worker keys that configure the connection to Kafka for every client.
 _SECURITY_PREFIXES = ("security.", "ssl.", "sasl.")
+_TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 # Java client keys librdkafka rejects; a worker.properties written for Kafka must start.
 _JAVA_ONLY = frozenset({
     "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
@@ -59,14 +60,26 @@ def internal_client_config(config: WorkerConfig, role: str, purpose: str) -> dic
     if role not in _ROLES:
         raise ValueError(f"role must be one of {_ROLES}, not {role!r}")
     conf: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers}
-    conf.update({k: v for k, v in config.originals.items() if k.startswith(_SECURITY_PREFIXES)})
-    conf.update(config.prefixed(f"{role}."))
+    # Top-level ssl.* keys configure the Kafka clients only when they talk TLS to Kafka (as
+    # in Java); otherwise they are the REST listener's fallback TLS settings
+    # (docs/tls.md), which librdkafka would refuse.
+    tls_to_kafka = config.originals.get("security.protocol", "").upper() in _TLS_PROTOCOLS
+    conf.update({k: v for k, v in config.originals.items() if k.startswith(_SECURITY_PREFIXES)
+                 and (tls_to_kafka or not k.startswith("ssl."))})
+    conf.update({k: v for k, v in config.prefixed(f"{role}.").items()
+                 if not _is_rest_listener_key(role, k)})
     for key in sorted(_JAVA_ONLY & conf.keys()):
         log.warning("Ignoring %s for the %s %s: librdkafka has no such setting", key, purpose,
                     role)
         del conf[key]
     conf["client.id"] = f"{config.get('client.id') or 'connect'}-{purpose}-{role}"
     return conf
+
+
+def _is_rest_listener_key(role: str, key: str) -> bool:
+    """``admin.listeners`` and ``admin.listeners.https.*`` share the admin client's prefix
+    but belong to the REST server (Kafka's admin listeners)."""
+    return role == "admin" and (key == "listeners" or key.startswith("listeners."))
 
 
 @dataclass(frozen=True)

@@ -76,3 +76,16 @@ topic_status = Table(
     Column("task", Integer, nullable=False),
     Column("discover_timestamp", BigInteger, nullable=False),
 )
+
+#: The dynamic worker configuration (``/admin/dynamic-worker-config``): one row, id
+#: ``WORKER_CONFIG_ROW``, holding every override as one JSON object and a revision that
+#: every write (a clear included) increments, so that the version workers report only grows.
+WORKER_CONFIG_ROW = 1
+
+worker_config = Table(
+    "connect_worker_config",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("properties", Text, nullable=False),
+)

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Row, delete, select
+from sqlalchemy import Row, delete, insert, select, update
 
 from worker.api.task import partition_key
 from worker.errors import StorageError
@@ -26,6 +26,8 @@ from worker.storage.base import (
     TaskId,
     TaskStatus,
     TopicStatus,
+    WorkerConfigOverrides,
+    string_map,
 )
 from worker.storage.sql import schema
 from worker.storage.sql.database import SqlDatabase, upsert
@@ -59,7 +61,8 @@ class _SqlStore:
 
 
 class SqlConfigBackingStore(_SqlStore, ConfigBackingStore):
-    """Connector configs, task configs and target states in ``connect_*_configs`` tables."""
+    """Connector configs, task configs and target states in ``connect_*_configs`` tables;
+    the worker-config overrides in ``connect_worker_config``."""
 
     def snapshot(self) -> ClusterConfigState:
         state = ClusterConfigState()
@@ -104,6 +107,26 @@ class SqlConfigBackingStore(_SqlStore, ConfigBackingStore):
         with self._db.transaction("Writing a target state", write=True) as conn:
             upsert(conn, schema.target_states,
                    [{"connector": connector, "state": TargetState(state).value}], ["connector"])
+
+    def worker_config(self) -> WorkerConfigOverrides:
+        table = schema.worker_config
+        with self._db.transaction("Reading the worker config") as conn:
+            row = conn.execute(select(table.c.revision, table.c.properties)
+                               .where(table.c.id == schema.WORKER_CONFIG_ROW)).first()
+        if row is None:
+            return WorkerConfigOverrides(0)
+        return WorkerConfigOverrides(row.revision, json.loads(row.properties))
+
+    def put_worker_config(self, properties: Mapping[str, str]) -> None:
+        encoded = _dumps(string_map(properties, "worker config"), "worker config")
+        table = schema.worker_config
+        with self._db.transaction("Writing the worker config", write=True) as conn:
+            # The increment happens in the database, so it cannot lose a concurrent write.
+            changed = conn.execute(update(table).where(table.c.id == schema.WORKER_CONFIG_ROW)
+                                   .values(revision=table.c.revision + 1, properties=encoded))
+            if not changed.rowcount:
+                conn.execute(insert(table).values(id=schema.WORKER_CONFIG_ROW, revision=1,
+                                                  properties=encoded))
 
 
 class SqlOffsetBackingStore(_SqlStore, OffsetBackingStore):

@@ -129,7 +129,7 @@ class TestUnusedKeys:
         keys = ["producer.acks", "consumer.session.timeout.ms", "admin.retries",
                 "key.converter.schemas.enable", "value.converter.schemas.enable",
                 "header.converter.x", "listeners.https.ssl.keystore.location",
-                "admin.listeners.https.ssl.key.password", "config.providers.file.class",
+                "admin.listeners.https.ssl.key.password",
                 "ssl.truststore.location", "sasl.mechanism", "security.protocol",
                 "metric.reporters.x"]
 
@@ -137,6 +137,118 @@ class TestUnusedKeys:
 
         assert config.unused == []
         assert not [r for r in caplog.records if r.name == LOGGER]
+
+
+class TestConfigProviders:
+    """config.providers: placeholders in worker properties resolved at start-up."""
+
+    @pytest.fixture
+    def secrets(self, tmp_path: Path) -> Path:
+        file = tmp_path / "worker-secrets.properties"
+        file.write_text(f"sasl.password={SECRET}\nflush.ms=1500\n", encoding="utf-8")
+        return file
+
+    def props(self, secrets: Path, **extra: str) -> dict[str, str]:
+        return {
+            "config.providers": "file,env",
+            "config.providers.file.class":
+                "org.apache.kafka.common.config.provider.FileConfigProvider",
+            "config.providers.env.class": "EnvVarConfigProvider",
+            "offset.flush.interval.ms": f"${{file:{secrets}:flush.ms}}",
+            "producer.sasl.password": f"${{file:{secrets}:sasl.password}}",
+            "client.id": "w-${env:CP_TEST_WORKER_SUFFIX}",
+            **extra,
+        }
+
+    def test_raw_originals_and_typed_values(self, secrets: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("CP_TEST_WORKER_SUFFIX", "7")
+        props = self.props(secrets)
+
+        config = WorkerConfig(props)
+
+        assert config.raw == props
+        assert config.originals == {**props, "offset.flush.interval.ms": "1500",
+                                    "producer.sasl.password": SECRET, "client.id": "w-7"}
+        assert config.get("offset.flush.interval.ms") == 1500
+        assert config.get("client.id") == "w-7"
+        assert config.prefixed("producer.") == {"sasl.password": SECRET}
+        assert config.unused == []
+
+    def test_transformer_resolves_other_maps(self, secrets: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("CP_TEST_WORKER_SUFFIX", "7")
+        config = WorkerConfig(self.props(secrets))
+
+        assert config.transformer.transform(
+            {"a": f"${{file:{secrets}:sasl.password}}", "b": "plain"}) == {"a": SECRET,
+                                                                          "b": "plain"}
+
+    def test_unresolvable_placeholder_fails_naming_key_and_placeholder(
+            self, secrets: Path, caplog: pytest.LogCaptureFixture) -> None:
+        caplog.set_level(logging.DEBUG)
+        # CP_TEST_WORKER_SUFFIX is unset here.
+        with pytest.raises(ConfigError) as info:
+            WorkerConfig(self.props(secrets))
+
+        assert info.value.key == "client.id"
+        assert str(info.value) == (
+            "Invalid value for configuration client.id: cannot resolve "
+            "${env:CP_TEST_WORKER_SUFFIX}: config provider 'env' has no key "
+            "'CP_TEST_WORKER_SUFFIX'")
+        assert SECRET not in caplog.text
+
+    def test_a_resolved_value_that_does_not_parse(self, secrets: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("CP_TEST_WORKER_SUFFIX", "7")
+        placeholder = f"${{file:{secrets}:sasl.password}}"
+        with pytest.raises(ConfigError) as info:
+            WorkerConfig(self.props(secrets, **{"offset.flush.timeout.ms": placeholder}))
+
+        assert str(info.value) == (
+            "Invalid value for configuration offset.flush.timeout.ms: Not a number of type "
+            f"LONG (the value of {placeholder})")
+        # The parser's own exception quotes the value: it must not ride along as the cause.
+        assert info.value.__cause__ is None and info.value.__suppress_context__
+
+    def test_provider_keys_are_used_and_unlisted_ones_reported(
+            self, secrets: Path, monkeypatch: pytest.MonkeyPatch,
+            caplog: pytest.LogCaptureFixture) -> None:
+        monkeypatch.setenv("CP_TEST_WORKER_SUFFIX", "7")
+        caplog.set_level(logging.INFO, logger=LOGGER)
+        props = self.props(secrets, **{
+            "config.providers.file.param.allowed.paths": str(secrets.parent),
+            "config.providers.vault.class": "com.example.VaultConfigProvider"})
+
+        config = WorkerConfig(props)
+
+        assert config.unused == ["config.providers.vault.class"]
+        messages = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+        assert messages == ["The configuration 'config.providers.vault.class' was supplied "
+                            "but isn't a known config."]
+
+    def test_provider_parameters_are_used_as_written(self, secrets: Path) -> None:
+        # A provider's own settings never go through providers.
+        props = {"config.providers": "env", "config.providers.env.class": "EnvVar",
+                 "config.providers.env.param.allowlist.pattern": "${env:X}"}
+        config = WorkerConfig(props)
+        assert config.originals == props
+
+    def test_empty_provider_list(self) -> None:
+        config = WorkerConfig({"config.providers": ""})
+        assert config.unused == []
+        assert config.transformer.providers == {}
+
+    def test_no_providers_no_placeholders_resolved(self) -> None:
+        with pytest.raises(ConfigError, match=r"no config provider named 'env' "
+                                              r"\(config.providers of this worker: none\)"):
+            WorkerConfig({"client.id": "${env:HOME}"})
+
+    def test_a_bad_provider_fails_naming_its_key(self) -> None:
+        with pytest.raises(ConfigError) as info:
+            WorkerConfig({"config.providers": "file",
+                          "config.providers.file.class": "com.example.Missing"})
+        assert info.value.key == "config.providers.file.class"
 
 
 class TestPrefixed:

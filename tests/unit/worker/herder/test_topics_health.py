@@ -39,6 +39,8 @@ class MinimalHerder(AbstractHerder):
     delete_connector = restart_connector = restart_task = pause_connector = _unused
     resume_connector = stop_connector = _unused
     connector_offsets = alter_connector_offsets = reset_connector_offsets = _unused
+    worker_config_overrides = validate_worker_config = patch_worker_config = _unused
+    delete_worker_config = worker_info = cluster_info = _unused
 
 
 class QueueHerder(MinimalHerder):

@@ -10,11 +10,22 @@ from pathlib import Path
 import pytest
 
 from worker.connectors import predicates, transforms
+from worker.connectors.config_providers import (
+    DirectoryConfigProvider,
+    EnvVarConfigProvider,
+    FileConfigProvider,
+)
 from worker.connectors.converters import ByteArrayConverter, JsonConverter, StringConverter
 from worker.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
 from worker.connectors.generator import SequenceGeneratorConnector
 from worker.errors import PluginNotFoundError
-from worker.plugins.registry import PluginDesc, PluginRegistry, PluginType, builtin_registry
+from worker.plugins.registry import (
+    CONNECTOR_CONFIG_TYPES,
+    PluginDesc,
+    PluginRegistry,
+    PluginType,
+    builtin_registry,
+)
 
 T = "org.apache.kafka.connect.transforms"
 JAVA_NAMES = [
@@ -237,9 +248,75 @@ def test_register_checks_the_type(registry: PluginRegistry) -> None:
 
 
 def test_plugin_type_values_and_frozen_desc(registry: PluginRegistry) -> None:
+    # Kafka's PluginType.toString(): the enum name lower-cased (CONFIGPROVIDER there).
     assert [t.value for t in PluginType] == [
-        "source", "sink", "converter", "header_converter", "transformation", "predicate"]
+        "source", "sink", "converter", "header_converter", "transformation", "predicate",
+        "configprovider", "rest_extension"]
+    assert PluginType.CONFIG_PROVIDER.interface_name == "ConfigProvider"
+    assert PluginType.REST_EXTENSION.interface_name == "ConnectRestExtension"
     desc = registry.resolve("FileStreamSource")
     assert isinstance(desc, PluginDesc)
     with pytest.raises(dataclasses.FrozenInstanceError):
         desc.version = "x"  # type: ignore[misc]
+
+
+# --- config providers ---------------------------------------------------------------------
+
+P = "org.apache.kafka.common.config.provider"
+PROVIDERS = [(f"{P}.FileConfigProvider", FileConfigProvider, ("File", "FileConfigProvider")),
+             (f"{P}.DirectoryConfigProvider", DirectoryConfigProvider,
+              ("Directory", "DirectoryConfigProvider")),
+             (f"{P}.EnvVarConfigProvider", EnvVarConfigProvider,
+              ("EnvVar", "EnvVarConfigProvider"))]
+
+
+@pytest.mark.parametrize("java_name, cls, aliases", PROVIDERS, ids=[p[0] for p in PROVIDERS])
+def test_config_providers_resolve_by_java_name_and_kafkas_aliases(
+        registry: PluginRegistry, java_name: str, cls: type, aliases: tuple[str, ...]) -> None:
+    desc = registry.resolve(java_name, PluginType.CONFIG_PROVIDER)
+    assert (desc.class_name, desc.type, desc.plugin_class) == (
+        java_name, PluginType.CONFIG_PROVIDER, cls)
+    for alias in aliases:
+        assert registry.resolve(alias, PluginType.CONFIG_PROVIDER) is desc
+    assert set(aliases) <= set(registry.aliases(desc))
+    python_name = f"{cls.__module__}.{cls.__qualname__}"
+    assert registry.resolve(python_name, PluginType.CONFIG_PROVIDER) is desc
+
+
+def test_a_custom_config_provider_resolves_by_import_path(
+        registry: PluginRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_module(tmp_path, monkeypatch, "cp_test_provider", """
+        from worker.api import ConfigData, ConfigProvider
+
+        class VaultConfigProvider(ConfigProvider):
+            def get(self, path, keys=None):
+                return ConfigData({})
+    """)
+    desc = registry.resolve("cp_test_provider.VaultConfigProvider", PluginType.CONFIG_PROVIDER)
+    assert desc.type is PluginType.CONFIG_PROVIDER
+    assert desc.class_name == "cp_test_provider.VaultConfigProvider"
+    with pytest.raises(PluginNotFoundError, match="implements Connector"):
+        registry.resolve("cp_test_provider.VaultConfigProvider", PluginType.SINK)
+
+
+def test_config_providers_are_found_only_when_asked_for(registry: PluginRegistry) -> None:
+    # Kafka's /connector-plugins lists and describes the plugin types connector configs
+    # name; config providers are worker plugins and are not among them.
+    assert PluginType.CONFIG_PROVIDER not in CONNECTOR_CONFIG_TYPES
+    listed = {d.type for d in registry.plugins()}
+    assert listed == set(CONNECTOR_CONFIG_TYPES)
+    providers = registry.plugins({PluginType.CONFIG_PROVIDER})
+    assert [d.class_name for d in providers] == [
+        f"{P}.DirectoryConfigProvider", f"{P}.EnvVarConfigProvider", f"{P}.FileConfigProvider"]
+    with pytest.raises(PluginNotFoundError):
+        registry.resolve("FileConfigProvider")
+    with pytest.raises(PluginNotFoundError, match="implements ConfigProvider and which name "
+                                                  "matches JsonConverter"):
+        registry.resolve("JsonConverter", PluginType.CONFIG_PROVIDER)
+
+
+def test_the_file_alias_does_not_collide(registry: PluginRegistry) -> None:
+    # "File" prunes FileConfigProvider; the FileStream connectors keep their own aliases.
+    assert registry.resolve("FileStreamSink").plugin_class is FileStreamSinkConnector
+    assert registry.resolve("File", PluginType.CONFIG_PROVIDER).plugin_class \
+        is FileConfigProvider

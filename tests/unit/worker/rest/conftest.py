@@ -13,9 +13,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from worker.api.task import partition_key
+from worker.config.dynamic import DynamicConfigManager, merge
+from worker.config.reconfigurable import Reconfigurable
+from worker.config.worker_config import WorkerConfig
 from worker.errors import (
     AlreadyExistsError,
     BadRequestError,
+    ConfigError,
     ConfigValidationError,
     ForbiddenError,
     NotFoundError,
@@ -24,6 +28,8 @@ from worker.herder import offsets as herder_offsets
 from worker.herder.base import Herder, TargetState, TaskId
 from worker.herder.models import (
     AbstractState,
+    ClusterInfo,
+    ClusterMemberInfo,
     ConfigInfo,
     ConfigInfos,
     ConfigKeyInfo,
@@ -42,6 +48,8 @@ from worker.herder.models import (
     ServerInfo,
     TaskInfo,
     TaskState,
+    WorkerConfigValidation,
+    WorkerInfo,
 )
 from worker.rest.app import create_app
 from worker.runtime.loggers import python_level
@@ -60,8 +68,35 @@ PLUGINS = [
 ]
 
 
+#: The TLS settings of the listeners: what the real REST server can change at run time.
+TLS_KEYS = frozenset(
+    f"{prefix}ssl.{name}" for prefix in ("listeners.https.", "admin.listeners.https.")
+    for name in ("keystore.location", "keystore.password", "keystore.type", "key.password",
+                 "truststore.location", "truststore.password", "truststore.type",
+                 "enabled.protocols", "cipher.suites", "client.auth"))
+KEYSTORE = "listeners.https.ssl.keystore.location"
+
+
+class FakeTlsListener(Reconfigurable):
+    """Takes the TLS keys; a keystore location containing ``missing`` does not exist."""
+
+    def __init__(self) -> None:
+        self.applied: list[dict[str, str]] = []
+
+    def reconfigurable_configs(self) -> frozenset[str]:
+        return TLS_KEYS
+
+    def validate_reconfiguration(self, configs: Mapping[str, str]) -> None:
+        if "missing" in configs.get(KEYSTORE, ""):
+            raise ConfigError(KEYSTORE, "the keystore file does not exist")
+
+    def reconfigure(self, configs: Mapping[str, str]) -> None:
+        self.applied.append(dict(configs))
+
+
 class FakeHerder(Herder):
-    """Connectors in a dict; one task per connector unless ``tasks.max`` says otherwise."""
+    """Connectors in a dict; one task per connector unless ``tasks.max`` says otherwise.
+    The dynamic worker configuration goes through the real manager, over a fake listener."""
 
     def __init__(self) -> None:
         self.configs: dict[str, dict[str, str]] = {}
@@ -71,6 +106,13 @@ class FakeHerder(Herder):
         self.offsets: dict[str, list[ConnectorOffset]] = {}
         self.topics: dict[str, list[str]] = {}
         self.levels: dict[str, LoggerLevel] = {"root": LoggerLevel("INFO")}
+        self.listener = FakeTlsListener()
+        self.dynamic = DynamicConfigManager.for_worker(WorkerConfig({
+            "listeners": "https://127.0.0.1:8443", "config.providers": "env",
+            "config.providers.env.class": "EnvVarConfigProvider"}))
+        self.dynamic.register(self.listener)
+        self.worker_overrides: dict[str, str] = {}
+        self.worker_config_version = 0
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -289,6 +331,47 @@ class FakeHerder(Herder):
 
     def health(self) -> HealthStatus:
         return self.health_status
+
+    # --- the dynamic worker configuration, /admin/worker, /admin/cluster -----------------
+    # As ThreadedHerder: the whitelist and validation are the manager's; a write stores a
+    # new version and applies it at once.
+
+    def worker_config_overrides(self) -> dict[str, str]:
+        return dict(self.worker_overrides)
+
+    def validate_worker_config(self, patch: Mapping[str, str | None]
+                               ) -> WorkerConfigValidation:
+        self.calls.append(("validate_worker_config", dict(patch)))
+        self.dynamic.check_request(patch, self.worker_overrides)
+        errors = self.dynamic.validate(merge(self.worker_overrides, patch))
+        return WorkerConfigValidation(sum(len(e) for e in errors.values()), errors)
+
+    def patch_worker_config(self, patch: Mapping[str, str | None]) -> dict[str, str]:
+        self.calls.append(("patch_worker_config", dict(patch)))
+        self.dynamic.check_request(patch, self.worker_overrides)
+        merged = merge(self.worker_overrides, patch)
+        self._store_worker_config(merged)
+        return dict(merged)
+
+    def delete_worker_config(self, name: str) -> None:
+        self.calls.append(("delete_worker_config", name))
+        if name not in self.worker_overrides:
+            raise NotFoundError(f"No dynamic worker configuration override named {name}")
+        self._store_worker_config({k: v for k, v in self.worker_overrides.items()
+                                   if k != name})
+
+    def _store_worker_config(self, overrides: dict[str, str]) -> None:
+        self.dynamic.validate_or_raise(overrides)
+        self.worker_config_version += 1
+        self.worker_overrides = overrides
+        self.dynamic.apply(self.worker_config_version, overrides)
+
+    def worker_info(self) -> WorkerInfo:
+        return WorkerInfo(WORKER_ID, f"http://{WORKER_ID}", self.dynamic.state())
+
+    def cluster_info(self) -> ClusterInfo:
+        url = f"http://{WORKER_ID}"
+        return ClusterInfo(url, [ClusterMemberInfo(WORKER_ID, url)])
 
 
 @pytest.fixture

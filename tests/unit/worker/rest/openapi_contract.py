@@ -156,6 +156,17 @@ SAMPLES: dict[str, str | tuple[str, Any]] = {
     "GET /admin/loggers": "/admin/loggers",
     "GET /admin/loggers/{logger}": "/admin/loggers/root",
     "PUT /admin/loggers/{logger}": ("/admin/loggers/root", {"level": "INFO"}),
+    "GET /admin/dynamic-worker-config": "/admin/dynamic-worker-config",
+    "POST /admin/dynamic-worker-config/validate": (
+        "/admin/dynamic-worker-config/validate",
+        {"listeners.https.ssl.keystore.location": "/etc/tls/ks.p12"}),
+    "PATCH /admin/dynamic-worker-config": (
+        "/admin/dynamic-worker-config",
+        {"listeners.https.ssl.keystore.location": "/etc/tls/ks.p12"}),
+    "DELETE /admin/dynamic-worker-config/{name}":
+        "/admin/dynamic-worker-config/listeners.https.ssl.keystore.location",
+    "GET /admin/worker": "/admin/worker",
+    "GET /admin/cluster": "/admin/cluster",
 }
 
 #: Writes a distributed worker answers 409 while a rebalance is under way or when it cannot
@@ -172,6 +183,8 @@ DISTRIBUTED_WRITES = [
     "POST /connectors/{connector}/tasks/{task}/restart",
     "PATCH /connectors/{connector}/offsets",
     "DELETE /connectors/{connector}/offsets",
+    "PATCH /admin/dynamic-worker-config",
+    "DELETE /admin/dynamic-worker-config/{name}",
 ]
 
 

@@ -21,6 +21,7 @@ from worker.storage.base import (
     TaskId,
     TaskStatus,
     TopicStatus,
+    WorkerConfigOverrides,
 )
 from worker.storage.sql import (
     SqlConfigBackingStore,
@@ -387,6 +388,74 @@ def test_odd_names_in_statuses(status_store: StatusBackingStore) -> None:
     assert status_store.get_topics(ODD_NAME) == [TopicStatus("tópic.ç", ODD_NAME, 0, 1)]
 
 
+# --------------------------------------------------------------------------- worker config
+
+#: Raw overrides, as the API stores them: placeholders unresolved, any Unicode.
+OVERRIDES = {"listeners.https.ssl.keystore.location": "/etc/tls/wörker.p12",
+             "listeners.https.ssl.keystore.password": "${file:/etc/tls/pw.properties:ks}"}
+
+
+def test_no_worker_config_at_first(config_store: ConfigBackingStore) -> None:
+    stored = config_store.worker_config()
+    assert stored.properties == {}
+    # Kafka: no worker-config record read (-1); SQL and memory: no revision yet (0).
+    assert stored.version in (-1, 0)
+
+
+def test_worker_config_round_trips_and_every_write_is_a_new_version(
+        config_store: ConfigBackingStore) -> None:
+    versions = [config_store.worker_config().version]
+    config_store.put_worker_config(OVERRIDES)
+    stored = config_store.worker_config()
+    assert stored.properties == OVERRIDES
+    versions.append(stored.version)
+    # A write replaces the whole set; writing the same set again is still a new version
+    # (a worker re-reads a keystore replaced in place at the same path).
+    config_store.put_worker_config({"listeners.https.ssl.client.auth": "required"})
+    assert config_store.worker_config().properties == {
+        "listeners.https.ssl.client.auth": "required"}
+    versions.append(config_store.worker_config().version)
+    config_store.put_worker_config({"listeners.https.ssl.client.auth": "required"})
+    versions.append(config_store.worker_config().version)
+    config_store.clear_worker_config()
+    cleared = config_store.worker_config()
+    assert cleared.properties == {}
+    versions.append(cleared.version)
+    assert versions == sorted(set(versions)), versions  # strictly increasing
+
+
+def test_worker_config_is_separate_from_connector_configs(
+        config_store: ConfigBackingStore) -> None:
+    config_store.put_connector_config("c1", {"a": "1"})
+    config_store.put_worker_config(OVERRIDES)
+    config_store.remove_connector_config("c1")
+    assert config_store.snapshot().connector_configs == {}
+    assert config_store.worker_config().properties == OVERRIDES
+    config_store.clear_worker_config()
+    config_store.put_connector_config("c2", {"b": "2"})
+    assert config_store.snapshot().connector_configs == {"c2": {"b": "2"}}
+    assert config_store.worker_config().properties == {}
+
+
+def test_worker_config_reads_are_copies(config_store: ConfigBackingStore) -> None:
+    given = dict(OVERRIDES)
+    config_store.put_worker_config(given)
+    given["listeners.https.ssl.keystore.type"] = "PEM"
+    read = config_store.worker_config()
+    read.properties["listeners.https.ssl.cipher.suites"] = "mutated"
+    assert config_store.worker_config() == WorkerConfigOverrides(read.version, OVERRIDES)
+
+
+def test_bad_worker_config_writes_nothing(config_store: ConfigBackingStore) -> None:
+    config_store.put_worker_config(OVERRIDES)
+    before = config_store.worker_config()
+    bad: Any = {"listeners.https.ssl.keystore.password": 1234}
+    with pytest.raises(StorageError, match="worker config") as caught:
+        config_store.put_worker_config(bad)
+    assert "1234" not in str(caught.value)
+    assert config_store.worker_config() == before
+
+
 # --------------------------------------------------------------------------- concurrency
 
 
@@ -447,6 +516,8 @@ def test_state_survives_reopening(persistent_factory: Any, tmp_path: Path) -> No
     first.status.put_connector(ConnectorStatus(ODD_NAME, State.STOPPED, "w", 4, "tr"))
     first.status.put_task(TaskStatus(TaskId(ODD_NAME, 1), State.FAILED, "w", 4, "tr"))
     first.status.put_topic(TopicStatus("t", ODD_NAME, 1, 123))
+    first.config.put_worker_config(OVERRIDES)
+    worker_config = first.config.worker_config()
     first.stop()
 
     second = persistent_factory.build(tmp_path)
@@ -462,6 +533,10 @@ def test_state_survives_reopening(persistent_factory: Any, tmp_path: Path) -> No
         assert second.status.get_tasks(ODD_NAME) == [
             TaskStatus(TaskId(ODD_NAME, 1), State.FAILED, "w", 4, "tr")]
         assert second.status.get_topics(ODD_NAME) == [TopicStatus("t", ODD_NAME, 1, 123)]
+        assert second.config.worker_config() == worker_config
+        # The version keeps growing from where it was: workers compare versions.
+        second.config.clear_worker_config()
+        assert second.config.worker_config().version > worker_config.version
     finally:
         second.stop()
 
