@@ -10,6 +10,7 @@ Airflow treats them as task failures (retried per ``retries``) and sensors'
     └── KafkaConnectError
         ├── KafkaConnectConfigError          the Airflow connection is unusable (bad URL, ...)
         ├── KafkaConnectTransportError       no HTTP response: refused, DNS, TLS, timeout
+        │   └── TlsHandshakeError            no TLS handshake (or no certificate) at a URL
         ├── KafkaConnectApiError             an HTTP error response (status_code, error_code,
         │   │                                message)
         │   ├── BadRequestError              400: invalid config/offsets, wrong connector state
@@ -27,6 +28,11 @@ Airflow treats them as task failures (retried per ``retries``) and sensors'
         │                                    was changed
         ├── OffsetsShapeError (ValueError)   offsets given to alter do not have Kafka
         │                                    Connect's shape
+        ├── KeystoreError (ValueError)       a keystore or CA cannot be read or issued
+        ├── InvalidWorkerConfigError (ValueError)  a dynamic worker config change failed
+        │                                    validation; nothing was changed
+        ├── CertificateNotServedError (TimeoutError)  not every worker served the expected
+        │                                    certificate in time
         └── StateTimeoutError (TimeoutError) a wait for a connector state ran out of time
 
 :data:`WAIT_OUT_ERRORS` are the errors every wait for a connector state outlasts.
@@ -53,6 +59,11 @@ class KafkaConnectConfigError(KafkaConnectError):
 
 class KafkaConnectTransportError(KafkaConnectError):
     """The request got no HTTP response (connection refused, DNS, TLS handshake, timeout)."""
+
+
+class TlsHandshakeError(KafkaConnectTransportError):
+    """A TLS handshake to read a served certificate failed (refused, timed out, the
+    certificate was refused by the connection's TLS settings) or showed no certificate."""
 
 
 def _qualname(exc: BaseException) -> str:
@@ -162,6 +173,36 @@ class InvalidConnectorConfigError(KafkaConnectError, ValueError):
 
 class OffsetsShapeError(KafkaConnectError, ValueError):
     """Offsets to alter do not have Kafka Connect's ``{"partition", "offset"}`` shape."""
+
+
+class KeystoreError(KafkaConnectError, ValueError):
+    """A keystore or CA file cannot be read, or a keystore cannot be issued as asked; the
+    message names the file and the problem, never a password."""
+
+
+class InvalidWorkerConfigError(KafkaConnectError, ValueError):
+    """A change of the dynamic worker configuration failed validation (listed in
+    ``errors`` as ``"key: message"``, which never hold secrets); nothing was changed."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__("the dynamic worker config change is invalid: " + "; ".join(errors))
+
+    def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return _qualname(self), (list(self.errors),), {}
+
+
+class CertificateNotServedError(KafkaConnectError, TimeoutError):
+    """Not every worker served the expected certificate in time. ``served`` maps each
+    URL to the fingerprint it served last (or why no handshake succeeded)."""
+
+    def __init__(self, message: str, *, served: dict[str, str] | None = None) -> None:
+        self.detail = message
+        self.served = dict(served or {})
+        super().__init__(message)
+
+    def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return _qualname(self), (self.detail,), {"served": dict(self.served)}
 
 
 class StateTimeoutError(KafkaConnectError, TimeoutError):

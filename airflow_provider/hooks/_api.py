@@ -10,7 +10,9 @@ it (``status = await hook.get_connector_status(name)``); the :class:`endpoint` d
 tells type checkers which.
 
 Paths follow Kafka Connect 4.x; connector, task, plugin and logger names are quoted as one
-path segment (``a/b c`` → ``a%2Fb%20c``).
+path segment (``a/b c`` → ``a%2Fb%20c``). The dynamic worker configuration, worker report
+and cluster endpoints are connect-plane's extensions under ``/admin/`` (answered by
+connect-plane workers only).
 """
 
 from __future__ import annotations
@@ -20,8 +22,14 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import MethodType
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
-from airflow_provider.exceptions import MalformedResponseError
+from airflow_provider.exceptions import KafkaConnectConfigError, MalformedResponseError
 from airflow_provider.hooks._request import CREATE, ApiRequest, segment
+from airflow_provider.hooks.admin_results import (
+    ClusterMembers,
+    DynamicConfigValidation,
+    WorkerConfigOverrides,
+    WorkerReport,
+)
 from airflow_provider.hooks.results import (
     ConfigValidation,
     ConnectorInfo,
@@ -74,6 +82,11 @@ def _optional(parse: Callable[[Any], T]) -> Callable[[Any], T | None]:
     def parse_optional(body: Any) -> T | None:
         return None if body is None else parse(body)
     return parse_optional
+
+
+def _config_changes(changes: Mapping[str, Any]) -> dict[str, str | None]:
+    """A dynamic-config body: values as strings, ``None`` (remove the override) kept."""
+    return {str(key): None if value is None else str(value) for key, value in changes.items()}
 
 
 def _unwrap_topics(name: str) -> Callable[[Any], list[str]]:
@@ -350,3 +363,53 @@ class ConnectRestApi:
         params = (("scope", scope),) if scope is not None else ()
         return ApiRequest("PUT", f"/admin/loggers/{segment(name)}", params=params,
                           json={"level": level}, result=_optional(_json_list))
+
+    # --- dynamic worker configuration (connect-plane's /admin/ extension) ---------------
+
+    @endpoint
+    def get_dynamic_worker_config(self) -> ApiRequest[WorkerConfigOverrides]:
+        """``GET /admin/dynamic-worker-config``: the overrides in force (not the static
+        properties), values raw (``${provider:...}`` placeholders unresolved)."""
+        return ApiRequest("GET", "/admin/dynamic-worker-config",
+                          result=WorkerConfigOverrides.from_json)
+
+    @endpoint
+    def validate_dynamic_worker_config(self, changes: Mapping[str, Any]
+                                       ) -> ApiRequest[DynamicConfigValidation]:
+        """``POST /admin/dynamic-worker-config/validate``: what a PATCH with ``changes``
+        would say, changing nothing (an invalid change is a 200 with ``error_count > 0``;
+        a key outside the whitelist a :class:`BadRequestError`)."""
+        return ApiRequest("POST", "/admin/dynamic-worker-config/validate",
+                          json=_config_changes(changes), result=DynamicConfigValidation.from_json)
+
+    @endpoint
+    def patch_dynamic_worker_config(self, changes: Mapping[str, Any]
+                                    ) -> ApiRequest[WorkerConfigOverrides]:
+        """``PATCH /admin/dynamic-worker-config``: merge ``changes`` (``None`` removes that
+        override); returns the overrides in force after the change."""
+        return ApiRequest("PATCH", "/admin/dynamic-worker-config",
+                          json=_config_changes(changes), result=WorkerConfigOverrides.from_json)
+
+    @endpoint
+    def delete_dynamic_worker_config(self, name: str) -> ApiRequest[None]:
+        """``DELETE /admin/dynamic-worker-config/{name}``: the static value of ``name`` is
+        back in force (:class:`NotFoundError` when there is no such override)."""
+        return ApiRequest("DELETE", f"/admin/dynamic-worker-config/{segment(name)}",
+                          result=_no_content)
+
+    @endpoint
+    def get_worker(self, worker_url: str | None = None) -> ApiRequest[WorkerReport]:
+        """``GET /admin/worker``: what one worker applied and serves (each worker answers
+        for itself): the connection's worker, or the cluster member at ``worker_url`` (an
+        absolute URL such as ``https://w2:8443``; same credentials and TLS settings)."""
+        path = "/admin/worker"
+        if worker_url is not None:
+            if not worker_url.startswith(("http://", "https://")):
+                raise KafkaConnectConfigError(f"worker_url {worker_url!r} is not an http(s) URL")
+            path = f"{worker_url.rstrip('/')}{path}"
+        return ApiRequest("GET", path, result=WorkerReport.from_json)
+
+    @endpoint
+    def get_cluster(self) -> ApiRequest[ClusterMembers]:
+        """``GET /admin/cluster``: the cluster's members and the leader's URL."""
+        return ApiRequest("GET", "/admin/cluster", result=ClusterMembers.from_json)

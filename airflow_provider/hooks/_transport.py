@@ -32,6 +32,7 @@ from airflow_provider.exceptions import (
 )
 from airflow_provider.hooks._request import ApiRequest
 from airflow_provider.hooks.connection import ConnectionSettings
+from airflow_provider.tls import TlsClientOptions, client_context
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -59,25 +60,7 @@ def ssl_config(settings: ConnectionSettings) -> ssl.SSLContext | bool:
         return True
     if not settings.verify and not settings.client_cert:
         return False
-    try:
-        if settings.verify:
-            if settings.ca_bundle:
-                context = ssl.create_default_context(cafile=settings.ca_bundle)
-            else:
-                import certifi  # httpx's own default trust store
-
-                context = ssl.create_default_context(cafile=certifi.where())
-        else:
-            context = ssl.create_default_context()
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if settings.client_cert:
-            context.load_cert_chain(settings.client_cert, settings.client_key)
-    except (OSError, ssl.SSLError) as exc:  # missing file, not PEM, key does not match
-        raise KafkaConnectConfigError(
-            f"cannot load the connection's TLS files (ca_bundle={settings.ca_bundle!r}, "
-            f"client_cert={settings.client_cert!r}): {exc}") from exc
-    return context
+    return client_context(TlsClientOptions.from_settings(settings))
 
 
 def client_kwargs(settings: ConnectionSettings) -> dict[str, Any]:

@@ -18,72 +18,28 @@ from typing import Any
 
 from airflow_provider.connector_state import TaskState
 from airflow_provider.exceptions import MalformedResponseError
+from airflow_provider.hooks._answers import (
+    ConnectAnswer,
+    check_config,
+    check_int,
+    check_list,
+    check_object,
+    check_opt_str,
+    check_str,
+    present,
+)
 
-# --------------------------------------------------------------------------- checks
-
-
-def _object(value: Any, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise MalformedResponseError(f"{what} is not a JSON object")
-    return value
-
-
-def _str(data: Mapping[str, Any], key: str, what: str) -> str:
-    value = data.get(key)
-    if not isinstance(value, str):
-        raise MalformedResponseError(f"{what}: {key!r} is missing or not a string")
-    return value
-
-
-def _opt_str(data: Mapping[str, Any], key: str, what: str) -> str | None:
-    value = data.get(key)
-    if value is not None and not isinstance(value, str):
-        raise MalformedResponseError(f"{what}: {key!r} is not a string")
-    return value
-
-
-def _int(data: Mapping[str, Any], key: str, what: str) -> int:
-    value = data.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MalformedResponseError(f"{what}: {key!r} is missing or not an integer")
-    return value
-
-
-def _list(data: Mapping[str, Any], key: str, what: str) -> list[Any]:
-    value = data.get(key)
-    if not isinstance(value, list):
-        raise MalformedResponseError(f"{what}: {key!r} is missing or not a JSON array")
-    return value
-
-
-def _config(value: Any, what: str) -> dict[str, str]:
-    """A connector or task config: Connect's configs are maps of strings."""
-    data = _object(value, what)
-    if not all(isinstance(v, str) for v in data.values()):
-        raise MalformedResponseError(f"{what} has values that are not strings")
-    return dict(data)
-
-
-def _present(**fields: Any) -> dict[str, Any]:
-    """``fields`` without the ``None`` ones: Connect leaves unset optional fields out."""
-    return {key: value for key, value in fields.items() if value is not None}
-
-
-@dataclass(frozen=True)
-class ConnectAnswer:
-    """Base of the typed answers: ``raw`` is the body as received (not compared, not
-    shown), which :meth:`to_dict` starts from."""
-
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False,
-                                   kw_only=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (a copy: callers may change it)."""
-        return {**copy.deepcopy(dict(self.raw)), **self._fields()}
-
-    def _fields(self) -> dict[str, Any]:
-        raise NotImplementedError
-
+# The answers of connect-plane's /admin/ extensions live in their own module and are
+# importable from here too.
+from airflow_provider.hooks.admin_results import AppliedWorkerConfig as AppliedWorkerConfig
+from airflow_provider.hooks.admin_results import CertificateInfo as CertificateInfo
+from airflow_provider.hooks.admin_results import ClusterMember as ClusterMember
+from airflow_provider.hooks.admin_results import ClusterMembers as ClusterMembers
+from airflow_provider.hooks.admin_results import DynamicConfigValidation as DynamicConfigValidation
+from airflow_provider.hooks.admin_results import LastValidation as LastValidation
+from airflow_provider.hooks.admin_results import WorkerConfigOverrides as WorkerConfigOverrides
+from airflow_provider.hooks.admin_results import WorkerListener as WorkerListener
+from airflow_provider.hooks.admin_results import WorkerReport as WorkerReport
 
 # --------------------------------------------------------------------------- the worker
 
@@ -98,13 +54,13 @@ class ServerInfo(ConnectAnswer):
 
     @classmethod
     def from_json(cls, body: Any) -> ServerInfo:
-        data = _object(body, "the server info")
+        data = check_object(body, "the server info")
         what = "the server info"
-        return cls(_str(data, "version", what), _opt_str(data, "commit", what),
-                   _opt_str(data, "kafka_cluster_id", what), raw=data)
+        return cls(check_str(data, "version", what), check_opt_str(data, "commit", what),
+                   check_opt_str(data, "kafka_cluster_id", what), raw=data)
 
     def _fields(self) -> dict[str, Any]:
-        return _present(version=self.version, commit=self.commit,
+        return present(version=self.version, commit=self.commit,
                         kafka_cluster_id=self.kafka_cluster_id)
 
 
@@ -118,12 +74,12 @@ class WorkerHealth(ConnectAnswer):
 
     @classmethod
     def from_json(cls, body: Any) -> WorkerHealth:
-        data = _object(body, "the worker health")
-        return cls(_str(data, "status", "the worker health"),
-                   _opt_str(data, "message", "the worker health"), raw=data)
+        data = check_object(body, "the worker health")
+        return cls(check_str(data, "status", "the worker health"),
+                   check_opt_str(data, "message", "the worker health"), raw=data)
 
     def _fields(self) -> dict[str, Any]:
-        return _present(status=self.status, message=self.message)
+        return present(status=self.status, message=self.message)
 
 
 # --------------------------------------------------------------------------- connectors
@@ -138,8 +94,8 @@ class TaskId(ConnectAnswer):
 
     @classmethod
     def from_json(cls, body: Any) -> TaskId:
-        data = _object(body, "a task id")
-        return cls(_str(data, "connector", "a task id"), _int(data, "task", "a task id"),
+        data = check_object(body, "a task id")
+        return cls(check_str(data, "connector", "a task id"), check_int(data, "task", "a task id"),
                    raw=data)
 
     def _fields(self) -> dict[str, Any]:
@@ -159,14 +115,15 @@ class ConnectorInfo(ConnectAnswer):
     @classmethod
     def from_json(cls, body: Any) -> ConnectorInfo:
         what = "the connector info"
-        data = _object(body, what)
-        return cls(_str(data, "name", what), _config(data.get("config"), f"{what}'s config"),
-                   tuple(TaskId.from_json(task) for task in _list(data, "tasks", what)),
-                   _opt_str(data, "type", what), raw=data)
+        data = check_object(body, what)
+        return cls(check_str(data, "name", what),
+                   check_config(data.get("config"), f"{what}'s config"),
+                   tuple(TaskId.from_json(task) for task in check_list(data, "tasks", what)),
+                   check_opt_str(data, "type", what), raw=data)
 
     def _fields(self) -> dict[str, Any]:
         return {"name": self.name, "config": dict(self.config),
-                "tasks": [task.to_dict() for task in self.tasks], **_present(type=self.type)}
+                "tasks": [task.to_dict() for task in self.tasks], **present(type=self.type)}
 
 
 @dataclass(frozen=True)
@@ -178,8 +135,8 @@ class TaskInfo(ConnectAnswer):
 
     @classmethod
     def from_json(cls, body: Any) -> TaskInfo:
-        data = _object(body, "a task")
-        return cls(TaskId.from_json(data.get("id")), _config(data.get("config"),
+        data = check_object(body, "a task")
+        return cls(TaskId.from_json(data.get("id")), check_config(data.get("config"),
                                                               "a task's config"), raw=data)
 
     def _fields(self) -> dict[str, Any]:
@@ -197,15 +154,16 @@ class _StateAnswer(ConnectAnswer):
 
     @staticmethod
     def _state_fields(data: Mapping[str, Any], what: str) -> dict[str, Any]:
-        return {"state": _str(data, "state", what), "worker_id": _opt_str(data, "worker_id", what),
-                "trace": _opt_str(data, "trace", what)}
+        return {"state": check_str(data, "state", what),
+                "worker_id": check_opt_str(data, "worker_id", what),
+                "trace": check_opt_str(data, "trace", what)}
 
     def as_state(self) -> TaskState:
         """The state as :func:`~airflow_provider.connector_state.evaluate` takes it."""
         return TaskState(self.state, self.trace, self.worker_id)
 
     def _fields(self) -> dict[str, Any]:
-        return _present(state=self.state, worker_id=self.worker_id, trace=self.trace)
+        return present(state=self.state, worker_id=self.worker_id, trace=self.trace)
 
 
 @dataclass(frozen=True)
@@ -215,7 +173,7 @@ class ConnectorState(_StateAnswer):
     @classmethod
     def from_json(cls, body: Any) -> ConnectorState:
         what = "the connector's status"
-        data = _object(body, what)
+        data = check_object(body, what)
         return cls(**cls._state_fields(data, what), raw=data)
 
 
@@ -229,8 +187,8 @@ class TaskStatus(_StateAnswer):
     @classmethod
     def from_json(cls, body: Any) -> TaskStatus:
         what = "a task's status"
-        data = _object(body, what)
-        return cls(**cls._state_fields(data, what), id=_int(data, "id", what), raw=data)
+        data = check_object(body, what)
+        return cls(**cls._state_fields(data, what), id=check_int(data, "id", what), raw=data)
 
     def _fields(self) -> dict[str, Any]:
         return {"id": self.id, **super()._fields()}
@@ -249,10 +207,10 @@ class ConnectorStatus(ConnectAnswer):
     @classmethod
     def from_json(cls, body: Any) -> ConnectorStatus:
         what = "the connector status"
-        data = _object(body, what)
-        return cls(_str(data, "name", what), ConnectorState.from_json(data.get("connector")),
-                   tuple(TaskStatus.from_json(task) for task in _list(data, "tasks", what)),
-                   _opt_str(data, "type", what), raw=data)
+        data = check_object(body, what)
+        return cls(check_str(data, "name", what), ConnectorState.from_json(data.get("connector")),
+                   tuple(TaskStatus.from_json(task) for task in check_list(data, "tasks", what)),
+                   check_opt_str(data, "type", what), raw=data)
 
     @property
     def state(self) -> str:
@@ -266,7 +224,7 @@ class ConnectorStatus(ConnectAnswer):
 
     def _fields(self) -> dict[str, Any]:
         return {"name": self.name, "connector": self.connector.to_dict(),
-                "tasks": [task.to_dict() for task in self.tasks], **_present(type=self.type)}
+                "tasks": [task.to_dict() for task in self.tasks], **present(type=self.type)}
 
 
 # --------------------------------------------------------------------------- offsets
@@ -283,10 +241,10 @@ class ConnectorOffset(ConnectAnswer):
     @classmethod
     def from_json(cls, body: Any) -> ConnectorOffset:
         what = "an offset entry"
-        data = _object(body, what)
+        data = check_object(body, what)
         offset = data.get("offset")
-        return cls(_object(data.get("partition"), f"{what}'s partition"),
-                   None if offset is None else _object(offset, f"{what}'s offset"), raw=data)
+        return cls(check_object(data.get("partition"), f"{what}'s partition"),
+                   None if offset is None else check_object(offset, f"{what}'s offset"), raw=data)
 
     def _fields(self) -> dict[str, Any]:
         return {"partition": copy.deepcopy(dict(self.partition)),
@@ -301,9 +259,9 @@ class ConnectorOffsets(ConnectAnswer):
 
     @classmethod
     def from_json(cls, body: Any) -> ConnectorOffsets:
-        data = _object(body, "the offsets")
+        data = check_object(body, "the offsets")
         return cls(tuple(ConnectorOffset.from_json(entry)
-                         for entry in _list(data, "offsets", "the offsets")), raw=data)
+                         for entry in check_list(data, "offsets", "the offsets")), raw=data)
 
     def to_list(self) -> list[dict[str, Any]]:
         """``[{"partition", "offset"}]``: what the operators push to XCom, and what
@@ -322,8 +280,8 @@ class Message(ConnectAnswer):
 
     @classmethod
     def from_json(cls, body: Any) -> Message:
-        data = _object(body, "the answer")
-        return cls(_str(data, "message", "the answer"), raw=data)
+        data = check_object(body, "the answer")
+        return cls(check_str(data, "message", "the answer"), raw=data)
 
     def _fields(self) -> dict[str, Any]:
         return {"message": self.message}
@@ -346,13 +304,13 @@ class ConfigValidation(ConnectAnswer):
     @classmethod
     def from_json(cls, body: Any) -> ConfigValidation:
         what = "the validation result"
-        data = _object(body, what)
+        data = check_object(body, what)
         groups = data.get("groups") or []
         if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
             raise MalformedResponseError(f"{what}: 'groups' is not a list of strings")
-        configs = tuple(_object(entry, f"{what}'s config entry")
-                        for entry in _list(data, "configs", what))
-        return cls(_opt_str(data, "name", what), _int(data, "error_count", what),
+        configs = tuple(check_object(entry, f"{what}'s config entry")
+                        for entry in check_list(data, "configs", what))
+        return cls(check_opt_str(data, "name", what), check_int(data, "error_count", what),
                    tuple(groups), configs, raw=data)
 
     @property
@@ -366,10 +324,10 @@ class ConfigValidation(ConnectAnswer):
         return errors
 
     def _fields(self) -> dict[str, Any]:
-        return {**_present(name=self.name), "error_count": self.error_count,
+        return {**present(name=self.name), "error_count": self.error_count,
                 "groups": list(self.groups), "configs": copy.deepcopy(list(self.configs))}
 
 
 def config_map(body: Any) -> dict[str, str]:
     """``GET /connectors/{c}/config``: the stored config."""
-    return _config(body, "the connector config")
+    return check_config(body, "the connector config")

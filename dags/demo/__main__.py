@@ -1,6 +1,7 @@
 """``make demo``: Kafka Connect, Airflow and Spark end to end, on embedded defaults.
 
-1. the embedded broker (Tansu), a ``connect-standalone`` worker with its state in SQLite,
+1. the embedded broker (Tansu), a ``connect-standalone`` worker with its state in SQLite
+   (http, and https with a certificate from a demo CA),
    a FileStreamSource publishing JSON order events to ``orders`` and a FileStreamSink
    (JsonConverter) archiving them — whose task fails on the one event that is not JSON;
 2. Airflow (SQLite, ``dag.test()``): ``orders_source_check`` emits the topic's Asset event;
@@ -9,7 +10,10 @@
 4. ``kafka_connect_skip_poison_record`` moves the failed sink past the bad record;
 5. ``kafka_connect_replay_source`` re-publishes part of the file; its Asset event leads to a
    second pipeline run over just the replayed records;
-6. late orders arrive and the first pipeline run is re-run: same range, identical output.
+6. late orders arrive and the first pipeline run is re-run: same range, identical output;
+7. ``kafka_connect_certificate_rotation`` rotates the worker's HTTPS certificate (it
+   expires within 30 days): a new keystore signed by the demo CA, PATCHed in through the
+   dynamic worker configuration — new fingerprint, same worker PID.
 
 Everything lives in ``.demo/`` (``--dir``), wiped at start; logs in ``.demo/logs/``.
 Usage: ``python -m dags.demo [--dir DIR] [--keep-running]`` from the repository root.

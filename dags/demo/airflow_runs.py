@@ -36,9 +36,12 @@ class DagResult:
         return all(state == "success" for state in self.states.values())
 
 
-def configure(home: Path, *, connect_url: str, bootstrap: str, output: Path) -> None:
+def configure(home: Path, *, connect_url: str, bootstrap: str, output: Path,
+              tls_dir: Path) -> None:
     """Environment of the demo's Airflow: home, database, DAG folder, the two connections
-    the example DAGs use and the settings ``dags/orders_pipeline.py`` reads."""
+    the example DAGs use (the Kafka Connect one trusting the demo CA,
+    ``tls_dir/ca.pem``) and the settings ``dags/orders_pipeline.py`` and
+    ``dags/kafka_connect_certificate_rotation.py`` read."""
     home.mkdir(parents=True, exist_ok=True)
     venv_bin = str(Path(sys.executable).parent)
     os.environ.update({
@@ -51,10 +54,11 @@ def configure(home: Path, *, connect_url: str, bootstrap: str, output: Path) -> 
         "DO_NOT_TRACK": "true",
         "AIRFLOW_CONN_KAFKA_CONNECT_DEFAULT": json.dumps({
             "conn_type": "kafka_connect", "host": connect_url,
-            "extra": {"bootstrap_servers": bootstrap}}),
+            "extra": {"bootstrap_servers": bootstrap, "ca_bundle": str(tls_dir / "ca.pem")}}),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "CONNECT_PLANE_KAFKA_BOOTSTRAP": bootstrap,
         "CONNECT_PLANE_PIPELINE_OUTPUT": str(output),
+        "CONNECT_PLANE_TLS_DIR": str(tls_dir),
         # SparkSubmitOperator runs `spark-submit` from PATH: this virtualenv's (pyspark).
         "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYSPARK_PYTHON": sys.executable,

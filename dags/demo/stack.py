@@ -1,5 +1,6 @@
 """The demo's running parts on loopback ports: the embedded broker, a standalone worker
-(state in SQLite) and the two connectors of the story.
+(state in SQLite; an http listener for the story and an https one whose certificate the
+last chapter rotates) and the two connectors of the story.
 
 ::
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +30,7 @@ from worker.testing import (
     free_port,
     write_properties,
 )
+from worker.testing.tls import TestCA
 
 TOPIC = "orders"
 SOURCE = "orders-source"
@@ -38,6 +41,9 @@ CUSTOMERS = ("acme", "globex", "hooli", "initech", "umbrella")
 CURRENCIES = ("EUR", "EUR", "USD", "GBP")
 #: 2026-01-01T00:00:00Z: order timestamps count from here, one second per order.
 EPOCH_MS = 1_767_225_600_000
+#: Days the worker's first HTTPS certificate is valid: within the rotation DAG's 30.
+FIRST_CERTIFICATE_DAYS = 10
+SSL = "listeners.https.ssl."
 
 
 T = TypeVar("T")
@@ -92,6 +98,10 @@ class Stack:
         self.archive_file = directory / "archive.txt"
         self.broker = EmbeddedBroker(log_dir=self.logs)
         self.worker: WorkerProcess | None = None
+        self.tls_dir = directory / "tls"
+        self.ca_cert = self.tls_dir / "ca.pem"
+        self.ca_key = self.tls_dir / "ca-key.pem"
+        self.https_url = ""
 
     @property
     def bootstrap(self) -> str:
@@ -121,11 +131,41 @@ class Stack:
             raise StackError(f"could not create topic {TOPIC!r}: {exc}") from exc
         self._start_worker()
 
+    def _write_tls(self) -> dict[str, object]:
+        """The demo CA (its key too: the rotation DAG signs with it) and the worker's first
+        keystore, its password in a file the worker reads through ``${file:...}``; the
+        worker properties of the https listener."""
+        from cryptography.hazmat.primitives import serialization
+
+        self.tls_dir.mkdir(parents=True, exist_ok=True)
+        ca = TestCA("connect-plane demo CA", days=365)
+        ca.write_pem_truststore(self.ca_cert)
+        self.ca_key.write_bytes(ca.key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption()))
+        self.ca_key.chmod(0o600)
+        password = secrets.token_urlsafe(16)
+        keystore = ca.issue_server(days=FIRST_CERTIFICATE_DAYS).write_pkcs12(
+            self.tls_dir / "worker-first.p12", password)
+        secret = self.tls_dir / "worker-first.password.properties"
+        secret.write_text(f"keystore.password={password}\n", encoding="utf-8")
+        secret.chmod(0o600)
+        return {
+            "config.providers": "file",
+            "config.providers.file.class":
+                "org.apache.kafka.common.config.provider.FileConfigProvider",
+            f"{SSL}keystore.location": keystore,
+            f"{SSL}keystore.type": "PKCS12",
+            f"{SSL}keystore.password": f"${{file:{secret}:keystore.password}}",
+        }
+
     def _start_worker(self) -> None:
         url = f"http://127.0.0.1:{free_port()}"
+        self.https_url = f"https://127.0.0.1:{free_port()}"
         props = write_properties(self.dir / "worker.properties", {
             "bootstrap.servers": self.bootstrap,
-            "listeners": url,
+            "listeners": f"{url},{self.https_url}",
+            **self._write_tls(),
             "storage.sql.url": f"sqlite:///{self.dir / 'connect.db'}",
             "key.converter": STRING_CONVERTER,
             "value.converter": STRING_CONVERTER,

@@ -72,11 +72,12 @@ class Story:
         try:
             self._kafka_and_connect()
             self._airflow()
-            self.say("\n[3/6] The Spark pipeline downstream of the connector")
+            self.say("\n[3/7] The Spark pipeline downstream of the connector")
             first = self._pipeline(FIRST_RUN, "first run", show_totals=True)
             self._skip_poison_record()
             self._replay()
             self._rerun(first)
+            self._rotate_certificate()
             self._where_things_are()
             if keep_running:
                 self._wait_for_ctrl_c()
@@ -98,11 +99,11 @@ class Story:
     # ------------------------------------------------------------------ chapters
 
     def _kafka_and_connect(self) -> None:
-        self.say("[1/6] Kafka, a Kafka Connect worker and two connectors")
+        self.say("[1/7] Kafka, a Kafka Connect worker and two connectors")
         self.stack.start()
         self.say(f"  broker (Tansu, embedded) at {self.stack.bootstrap}, topic {TOPIC!r}")
         self.say(f"  worker (connect-standalone, state in {self.dir / 'connect.db'}) "
-                 f"at {self.stack.url}")
+                 f"at {self.stack.url} and {self.stack.https_url}")
         lines = order_lines(1, FIRST_ORDERS, poison_at=POISON_LINE)
         self.stack.orders_file.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
         self.say(f"  wrote {len(lines)} order events to {self.stack.orders_file} "
@@ -118,9 +119,9 @@ class Story:
 
     def _airflow(self) -> None:
         home = self.dir / "airflow"
-        self.say(f"\n[2/6] Airflow (SQLite in {home}, DAGs from {airflow_runs.DAGS_FOLDER})")
+        self.say(f"\n[2/7] Airflow (SQLite in {home}, DAGs from {airflow_runs.DAGS_FOLDER})")
         airflow_runs.configure(home, connect_url=self.stack.url, bootstrap=self.stack.bootstrap,
-                               output=self.output)
+                               output=self.output, tls_dir=self.stack.tls_dir)
         with self.out.quiet():
             airflow_runs.migrate()
             check = airflow_runs.run_dag("orders_source_check")
@@ -157,7 +158,7 @@ class Story:
         if found is None:
             raise RuntimeError(f"the trace of {ARCHIVE} names no record: {trace[-500:]}")
         offset, topic, partition = int(found[1]), found[2], int(found[3])
-        self.say(f"\n[4/6] kafka_connect_skip_poison_record: the trace names offset {offset} "
+        self.say(f"\n[4/7] kafka_connect_skip_poison_record: the trace names offset {offset} "
                  f"of {topic}-{partition}")
         with self.out.quiet():
             result = airflow_runs.run_dag("kafka_connect_skip_poison_record", conf={
@@ -177,7 +178,7 @@ class Story:
     def _replay(self) -> None:
         lines = self.stack.orders_file.read_bytes().split(b"\n")
         position = sum(len(line) + 1 for line in lines[:REPLAY_FROM - 1])
-        self.say(f"\n[5/6] kafka_connect_replay_source: publish orders {REPLAY_FROM}–"
+        self.say(f"\n[5/7] kafka_connect_replay_source: publish orders {REPLAY_FROM}–"
                  f"{FIRST_ORDERS} again (byte {position} of {self.stack.orders_file.name})")
         offsets = [{"partition": {"filename": str(self.stack.orders_file)},
                     "offset": {"position": position}}]
@@ -195,7 +196,7 @@ class Story:
     def _rerun(self, first: dict[str, Any]) -> None:
         from dags.pipelines.orders_job import read_output, same_output
 
-        self.say(f"\n[6/6] {LATE_ORDERS} late orders arrive; then the first run is re-run")
+        self.say(f"\n[6/7] {LATE_ORDERS} late orders arrive; then the first run is re-run")
         late = order_lines(FIRST_ORDERS + 1, LATE_ORDERS)
         with self.stack.orders_file.open("a", encoding="utf-8") as handle:
             handle.write("".join(f"{line}\n" for line in late))
@@ -209,6 +210,35 @@ class Story:
             raise AssertionError("the re-run read other records or wrote other output")
         self.say("    same range, same rows, schema and metadata as the first try: identical")
 
+    def _rotate_certificate(self) -> None:
+        from airflow_provider.tls import TlsClientOptions, served_certificate
+
+        trust = TlsClientOptions(ca_bundle=str(self.stack.ca_cert))
+        url, worker = self.stack.https_url, self.stack.worker
+        assert worker is not None
+        before, pid = served_certificate(url, trust), worker.pid
+        self.say(f"\n[7/7] kafka_connect_certificate_rotation: the worker's HTTPS certificate "
+                 f"at {url} expires in {before.days_left():.0f} days")
+        with self.out.quiet():
+            result = airflow_runs.run_dag("kafka_connect_certificate_rotation",
+                                          conf={"days_before_expiry": 30})
+        self._expect(result, "kafka_connect_certificate_rotation")
+        made, report = result.returned["create_keystore"], result.returned["verify"]
+        after = served_certificate(url, trust)
+        if after.sha256 != made["fingerprint"] or after.sha256 == before.sha256:
+            raise AssertionError(f"{url} serves {after.sha256}, not the new certificate "
+                                 f"{made['fingerprint']}")
+        if worker.pid != pid or not worker.is_running:
+            raise AssertionError(f"the worker's PID changed: {pid} → {worker.pid}")
+        self.say(f"  new keystore {made['keystore']} (signed by the demo CA; password via "
+                 f"{made['password_placeholder'][:7]}...}}, never in clear)")
+        self.say(f"  fingerprint before: {before.sha256}  (valid until "
+                 f"{before.not_after:%Y-%m-%d})")
+        self.say(f"  fingerprint after:  {after.sha256}  (valid until "
+                 f"{after.not_after:%Y-%m-%d}, {report['days_left']:.0f} days)")
+        self.say(f"  worker PID {worker.pid} unchanged: hot reload, no restart; the previous "
+                 "keystore is kept for a rollback")
+
     def _where_things_are(self) -> None:
         self.say("\nWhere things are:")
         for what, where in (
@@ -217,16 +247,18 @@ class Story:
                 ("Parquet per run", self.output / "runs"),
                 ("offset ranges per run", self.output / "ranges"),
                 ("worker state (SQLite)", self.dir / "connect.db"),
+                ("TLS: demo CA, keystores", self.stack.tls_dir),
                 ("Airflow home (SQLite)", self.dir / "airflow"),
                 ("logs", self.stack.logs)):
             self.say(f"  {what:<23} {where}")
 
     def _wait_for_ctrl_c(self) -> None:
         url = self.stack.url
-        self.say(f"\nThe worker keeps running at {url}; try:\n"
+        self.say(f"\nThe worker keeps running at {url} and {self.stack.https_url}; try:\n"
                  f"  curl -s '{url}/connectors?expand=status'\n"
                  f"  curl -s {url}/connectors/{SOURCE}/offsets\n"
                  f"  curl -s {url}/connectors/{SOURCE}/topics\n"
+                 f"  curl -s --cacert {self.stack.ca_cert} {self.stack.https_url}/admin/worker\n"
                  "Ctrl-C stops it.")
         try:
             wait_for(lambda: not (self.stack.worker and self.stack.worker.is_running),

@@ -2,7 +2,8 @@
 broker and worker):
 
 * ``make demo`` (``python -m dags.demo``): the whole story — connectors, Airflow DAG runs,
-  the Spark pipeline, the skip-poison and replay runbooks, an identical re-run;
+  the Spark pipeline, the skip-poison and replay runbooks, an identical re-run, the HTTPS
+  certificate rotated without a worker restart;
 * ``python -m worker.demo --duration 20``: every line written reaches the sink's file.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,7 +27,7 @@ ROOT = Path(__file__).parents[2]
 DURATION_S = 20
 #: Broker + worker start, connector start, 20 s of lines, drain and shutdown.
 RUN_TIMEOUT_S = 180
-#: The whole story: broker, worker, Airflow DB, five DAG runs, three Spark jobs.
+#: The whole story: broker, worker, Airflow DB, six DAG runs, three Spark jobs.
 STORY_TIMEOUT_S = 600
 
 
@@ -90,11 +92,18 @@ def test_make_demo_tells_the_whole_story(tmp_path: Path) -> None:
     context = (f"demo output:\n{result.stdout}\nairflow log tail:\n"
                f"{_tail(demo_dir / 'logs' / 'airflow.log')}")
     assert result.returncode == 0, context
-    for chapter in range(1, 7):
-        assert f"[{chapter}/6]" in result.stdout, context
+    for chapter in range(1, 8):
+        assert f"[{chapter}/7]" in result.stdout, context
     assert "Tolerance exceeded in error handler" in result.stdout, context
     assert "identical" in result.stdout, context
     assert result.stdout.rstrip().endswith("broker stopped"), context
+    # Chapter 7: a new certificate served by the same worker process.
+    before = re.search(r"fingerprint before: ([0-9a-f]{64})", result.stdout)
+    after = re.search(r"fingerprint after:  ([0-9a-f]{64})", result.stdout)
+    assert before and after and before[1] != after[1], context
+    assert re.search(r"worker PID \d+ unchanged", result.stdout), context
+    keystores = sorted((demo_dir / "tls" / "keystores").glob("*.p12"))
+    assert len(keystores) == 1 and (demo_dir / "tls" / "worker-first.p12").is_file()
 
     # Two pipeline runs, each with its recorded range; the re-run kept the first range.
     ranges = {p.stem: json.loads(p.read_text()) for p in (demo_dir / "pipeline" /

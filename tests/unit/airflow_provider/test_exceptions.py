@@ -13,15 +13,19 @@ from airflow_provider import exceptions
 from airflow_provider.exceptions import (
     WAIT_OUT_ERRORS,
     BadRequestError,
+    CertificateNotServedError,
     ConnectorFailedError,
     InvalidConnectorConfigError,
+    InvalidWorkerConfigError,
     KafkaConnectError,
     KafkaConnectTransportError,
+    KeystoreError,
     MalformedResponseError,
     NotFoundError,
     OffsetsShapeError,
     RebalanceInProgressError,
     StateTimeoutError,
+    TlsHandshakeError,
 )
 
 ERRORS = [cls for _, cls in inspect.getmembers(exceptions, inspect.isclass)
@@ -29,7 +33,7 @@ ERRORS = [cls for _, cls in inspect.getmembers(exceptions, inspect.isclass)
 
 
 def test_every_error_is_an_airflow_exception() -> None:
-    assert len(ERRORS) == 17
+    assert len(ERRORS) == 21
     assert CoreAirflowException is AirflowException  # airflow.exceptions re-exports the SDK's
     for cls in ERRORS:
         assert issubclass(cls, AirflowException), cls
@@ -41,6 +45,10 @@ def test_every_error_is_an_airflow_exception() -> None:
     (OffsetsShapeError("bad"), ValueError),
     (InvalidConnectorConfigError("c", ["a: b"]), ValueError),
     (MalformedResponseError("odd"), ValueError),
+    (InvalidWorkerConfigError(["k: bad"]), ValueError),
+    (KeystoreError("cannot read"), ValueError),
+    (CertificateNotServedError("late"), TimeoutError),
+    (TlsHandshakeError("refused"), KafkaConnectTransportError),
 ])
 def test_builtin_bases_still_catch(error: Exception, builtin: type[Exception]) -> None:
     with pytest.raises(builtin):
@@ -57,6 +65,9 @@ def test_builtin_bases_still_catch(error: Exception, builtin: type[Exception]) -
     ConnectorFailedError("c", "connector 'c': task 0 is FAILED", trace="java.lang.Boom"),
     InvalidConnectorConfigError("c", ["tasks.max: Invalid value x"]),
     MalformedResponseError("the server info is not a JSON object", method="GET", path="/"),
+    InvalidWorkerConfigError(["listeners.https.ssl.keystore.password: wrong password"]),
+    CertificateNotServedError("1 of 2 worker(s) did not serve it",
+                              served={"https://w1:8443": "ab" * 32}),
 ])
 def test_serialize_rebuilds_the_same_error(error: AirflowException) -> None:
     name, args, kwargs = error.serialize()

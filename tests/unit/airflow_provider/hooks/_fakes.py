@@ -100,6 +100,31 @@ VALIDATION = {"name": "FileStreamSource", "error_count": 1, "groups": ["Common"]
 #: The answer of endpoints that answer with a status code only (202/204).
 EMPTY = None
 
+# connect-plane's /admin/ extensions.
+SSL = "listeners.https.ssl."
+OVERRIDES = {f"{SSL}keystore.location": "/etc/connect/ks-2.p12",
+             f"{SSL}keystore.password": "${file:/etc/connect/ks-2.properties:password}"}
+CHANGES = {f"{SSL}keystore.location": "/etc/connect/ks-2.p12", f"{SSL}key.password": None}
+DYNAMIC_VALIDATION = {"error_count": 2, "errors": {
+    f"{SSL}keystore.location": ["file /etc/connect/ks-2.p12 does not exist"],
+    f"{SSL}keystore.password": ["the keystore password is wrong"]}}
+CERTIFICATE = {"sha256": "ab" * 32, "subject": "CN=worker-1", "issuer": "CN=test-ca",
+               "serial": "1f", "not_before": "2026-01-01T00:00:00+00:00",
+               "not_after": "2026-04-01T00:00:00+00:00"}
+WORKER_REPORT = {
+    "worker_id": "127.0.0.1:8083", "url": "http://127.0.0.1:8083",
+    "dynamic_config": {"version": 3, "overrides": OVERRIDES,
+                       "last_validation": {"status": "ok", "message": None,
+                                           "timestamp": 1767225600000}},
+    "listeners": [
+        {"url": "http://127.0.0.1:8083", "protocol": "http", "admin": False,
+         "certificate": None},
+        {"url": "https://127.0.0.1:8443", "protocol": "https", "admin": False,
+         "certificate": CERTIFICATE}]}
+CLUSTER = {"leader_url": "http://127.0.0.1:8083", "members": [
+    {"worker_id": "127.0.0.1:8083", "url": "http://127.0.0.1:8083"},
+    {"worker_id": "127.0.0.1:8084", "url": "http://127.0.0.1:8084"}]}
+
 
 def answer_response(body: Any) -> httpx.Response:
     """``body`` as Kafka Connect's answer: JSON, or an empty 204 for :data:`EMPTY`."""
@@ -203,4 +228,18 @@ ENDPOINTS = [
        body={"level": "DEBUG"}, answer=["a b"]),
     _e("set_logger_level", ("root", "INFO"), "PUT", "/admin/loggers/root", [("scope", "cluster")],
        body={"level": "INFO"}, scope="cluster"),
+    _e("get_dynamic_worker_config", (), "GET", "/admin/dynamic-worker-config", answer=OVERRIDES),
+    _e("get_dynamic_worker_config", (), "GET", "/admin/dynamic-worker-config", answer={}),
+    _e("validate_dynamic_worker_config", (CHANGES,), "POST",
+       "/admin/dynamic-worker-config/validate", body=CHANGES, answer=DYNAMIC_VALIDATION),
+    _e("validate_dynamic_worker_config", ({f"{SSL}keystore.type": "PKCS12"},), "POST",
+       "/admin/dynamic-worker-config/validate", body={f"{SSL}keystore.type": "PKCS12"},
+       answer={"error_count": 0, "errors": {}}),
+    _e("patch_dynamic_worker_config", (CHANGES,), "PATCH", "/admin/dynamic-worker-config",
+       body=CHANGES, answer=OVERRIDES),
+    _e("delete_dynamic_worker_config", (f"{SSL}keystore.location",), "DELETE",
+       f"/admin/dynamic-worker-config/{SSL}keystore.location"),
+    _e("get_worker", (), "GET", "/admin/worker", answer=WORKER_REPORT),
+    _e("get_cluster", (), "GET", "/admin/cluster", answer=CLUSTER),
+    _e("get_cluster", (), "GET", "/admin/cluster", answer={"leader_url": None, "members": []}),
 ]
