@@ -1,26 +1,35 @@
 """The composition root: builds a whole worker from its config.
 
-plugins → Kafka cluster id → stores → worker → herder → REST app and server. No
-import-time singletons: tests build several isolated workers in one process.
+plugins (discovered from ``plugin.path``) → Kafka cluster id → stores → worker → herder →
+REST app and server. No import-time singletons: tests build several isolated workers in one
+process.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from fastapi import FastAPI
 
-from worker.config.worker_config import DistributedConfig, StandaloneConfig, WorkerConfig
+from worker.api.exceptions import ConfigException
+from worker.config.worker_config import (
+    COMMON,
+    DistributedConfig,
+    StandaloneConfig,
+    WorkerConfig,
+)
 from worker.errors import ConfigError, ConnectError, PluginNotFoundError
 from worker.herder.abstract import AbstractHerder
 from worker.herder.distributed import DistributedHerder
 from worker.herder.standalone import StandaloneHerder
 from worker.herder.threaded import ThreadedHerder
-from worker.plugins.registry import PluginRegistry, PluginType, builtin_registry
+from worker.plugins.discovery import discover
+from worker.plugins.registry import PluginRegistry, PluginType
 from worker.rest.app import create_app
 from worker.rest.routes.admin import SERVED_LISTENERS
 from worker.rest.security.extensions import RestSecurity, rest_security
@@ -44,6 +53,7 @@ from worker.storage.sql import (
 log = logging.getLogger(__name__)
 
 CLUSTER_ID_TIMEOUT_S = 30.0
+_DISCOVERY_KEYS = ("plugin.path", "plugin.discovery")
 
 
 @dataclass
@@ -165,9 +175,29 @@ def check_worker_converters(config: WorkerConfig, registry: PluginRegistry) -> N
             raise ConfigError(key, f"Class {class_name} could not be found.") from exc
 
 
+def discover_plugins(config: WorkerConfig | Mapping[str, str]) -> PluginRegistry:
+    """The plugins ``plugin.path`` and ``plugin.discovery`` make available (KIP-898,
+    ``worker/plugins/discovery.py``); ConnectError under ``hybrid_fail`` when a plugin has
+    no manifest.
+
+    Given the worker properties as written, it runs before the ``WorkerConfig`` exists, as
+    Kafka's does: the config providers the properties name may come from ``plugin.path``
+    (the command-line tools pass the registry to both). Those two keys are read as written.
+    """
+    if isinstance(config, WorkerConfig):
+        path, mode = config.get("plugin.path"), config.get("plugin.discovery")
+    else:
+        try:
+            values = COMMON.parse({k: v for k, v in config.items() if k in _DISCOVERY_KEYS})
+        except ConfigException as exc:
+            raise ConfigError(exc.name, exc.reason) from exc
+        path, mode = values["plugin.path"], values["plugin.discovery"]
+    return discover(path, str(mode)).registry
+
+
 def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None = None
                      ) -> Connect:
-    registry = registry or builtin_registry()
+    registry = registry or discover_plugins(config)
     check_worker_converters(config, registry)
     cluster_id = kafka_cluster_id(config)
     database = SqlDatabase(config.sql_url)
@@ -187,7 +217,7 @@ def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None =
 def build_distributed(config: DistributedConfig, registry: PluginRegistry | None = None
                       ) -> Connect:
     """A distributed worker: state in the internal topics, membership in ``group.id``."""
-    registry = registry or builtin_registry()
+    registry = registry or discover_plugins(config)
     check_worker_converters(config, registry)
     cluster_id = kafka_cluster_id(config)
     config_store = KafkaConfigBackingStore(config)

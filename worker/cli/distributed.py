@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from worker.cli.standalone import configure_logging, install_signal_handlers, serve_until_stopped
-from worker.compose import build_distributed
+from worker.compose import build_distributed, discover_plugins
 from worker.config.properties import load_properties
 from worker.config.worker_config import DistributedConfig
 from worker.errors import ConnectError
@@ -33,8 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging()
     try:
-        config = DistributedConfig(load_properties(args.worker_properties))
-        process = build_distributed(config)
+        props = load_properties(args.worker_properties)
+        # Plugins first: the config providers the properties use may come from plugin.path.
+        registry = discover_plugins(props)
+        process = build_distributed(DistributedConfig(props, registry), registry)
         process.start()
     except ConnectError as exc:
         log.error("Failed to start the worker: %s", exc)

@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from worker.compose import Connect, build_standalone
+from worker.compose import Connect, build_standalone, discover_plugins
 from worker.config.properties import load_connector_config, load_properties
 from worker.config.worker_config import StandaloneConfig
 from worker.errors import ConnectError
@@ -43,12 +43,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging()
     try:
-        config = StandaloneConfig(load_properties(args.worker_properties))
+        props = load_properties(args.worker_properties)
+        # Plugins first: the config providers the properties use may come from plugin.path.
+        registry = discover_plugins(props)
+        config = StandaloneConfig(props, registry)
         connector_configs = [load_connector_config(p) for p in args.connector_configs]
         for path, connector in zip(args.connector_configs, connector_configs, strict=True):
             if not connector.get("name"):
                 raise ConnectError(f"Connector config {path} has no 'name'")
-        process = build_standalone(config)
+        process = build_standalone(config, registry)
         process.start(ready=False)  # ready once the command-line connectors exist
     except ConnectError as exc:
         log.error("Failed to start the worker: %s", exc)

@@ -93,9 +93,14 @@ COMMON = (
             "Time to wait for a task to stop before it is abandoned and reported.",
             validator=at_least(0))
     .define("plugin.path", Type.LIST, "", Importance.LOW,
-            "Directories searched for plugins (manifest discovery comes with KIP-898).")
+            "Plugin locations, comma-separated: directories whose immediate children are "
+            "plugin locations (wheels, zips, directories of installed distributions or of "
+            "plain modules), or archives that are one (docs/plugins.md).")
     .define("plugin.discovery", Type.STRING, "hybrid_warn", Importance.LOW,
-            "Plugin discovery mode (KIP-898).",
+            "How plugins are discovered (KIP-898, case-insensitive): only_scan imports every "
+            "module of every plugin location; hybrid_warn also reads manifests and warns "
+            "about plugins without one; hybrid_fail refuses to start then; service_load "
+            "reads manifests only and imports a plugin when it is used.",
             validator=one_of("only_scan", "hybrid_warn", "hybrid_fail", "service_load"))
     .define("topic.tracking.enable", Type.BOOLEAN, True, Importance.LOW,
             "Record the topics each connector uses (KIP-558).")
