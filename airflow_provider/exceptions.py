@@ -33,6 +33,12 @@ Airflow treats them as task failures (retried per ``retries``) and sensors'
         │                                    validation; nothing was changed
         ├── CertificateNotServedError (TimeoutError)  not every worker served the expected
         │                                    certificate in time
+        ├── PluginPathCliError               connect-plugin-path failed (its exit code
+        │                                    and stderr)
+        ├── PluginPathOutputError (ValueError)  its --json output is not the documented
+        │                                    shape
+        ├── PluginsNotListedError (TimeoutError)  not every worker listed the synced plugins
+        │                                    in time
         └── StateTimeoutError (TimeoutError) a wait for a connector state ran out of time
 
 :data:`WAIT_OUT_ERRORS` are the errors every wait for a connector state outlasts.
@@ -203,6 +209,47 @@ class CertificateNotServedError(KafkaConnectError, TimeoutError):
 
     def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         return _qualname(self), (self.detail,), {"served": dict(self.served)}
+
+
+class PluginPathCliError(KafkaConnectError):
+    """``connect-plugin-path`` ended with a non-zero exit code (2: a usage error), or could
+    not be run to its end. ``command`` is the command line (paths and flags only),
+    ``stderr`` what it said, cut to its useful head and tail."""
+
+    def __init__(self, command: str, returncode: int | None, stderr: str = "") -> None:
+        self.command = command
+        self.returncode = returncode
+        self.stderr = stderr
+        if returncode is None:
+            status = "did not finish"
+        elif returncode == 2:
+            status = "exited with code 2 (usage error)"
+        else:
+            status = f"exited with code {returncode}"
+        detail = f":\n{stderr}" if stderr else " (nothing on stderr)"
+        super().__init__(f"{command} {status}{detail}")
+
+    def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return _qualname(self), (self.command, self.returncode, self.stderr), {}
+
+
+class PluginPathOutputError(KafkaConnectError, ValueError):
+    """``connect-plugin-path ... --json`` succeeded but printed something that is not the
+    documented JSON (another tool of that name, an incompatible version)."""
+
+
+class PluginsNotListedError(KafkaConnectError, TimeoutError):
+    """Not every worker listed the synced plugin classes in ``GET /connector-plugins`` in
+    time. ``missing`` maps each such worker URL to the classes it did not list (all of them
+    when it could not be asked; the message says why)."""
+
+    def __init__(self, message: str, *, missing: dict[str, list[str]] | None = None) -> None:
+        self.detail = message
+        self.missing = {url: list(classes) for url, classes in (missing or {}).items()}
+        super().__init__(message)
+
+    def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return _qualname(self), (self.detail,), {"missing": dict(self.missing)}
 
 
 class StateTimeoutError(KafkaConnectError, TimeoutError):

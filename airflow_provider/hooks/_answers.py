@@ -43,6 +43,13 @@ def check_int(data: Mapping[str, Any], key: str, what: str) -> int:
     return value
 
 
+def check_bool(data: Mapping[str, Any], key: str, what: str) -> bool:
+    value = data.get(key)
+    if not isinstance(value, bool):
+        raise MalformedResponseError(f"{what}: {key!r} is missing or not a boolean")
+    return value
+
+
 def check_list(data: Mapping[str, Any], key: str, what: str) -> list[Any]:
     value = data.get(key)
     if not isinstance(value, list):

@@ -36,6 +36,7 @@ from airflow_provider.hooks.results import (
     ConnectorOffsets,
     ConnectorStatus,
     Message,
+    PluginInfo,
     ServerInfo,
     TaskInfo,
     TaskStatus,
@@ -70,6 +71,16 @@ def _json_object_or_list(body: Any) -> list[Any] | dict[str, Any]:
     if not isinstance(body, list | dict):
         raise MalformedResponseError("the answer is neither a JSON array nor an object")
     return body
+
+
+def _at(worker_url: str | None, path: str) -> str:
+    """``path`` on the connection's worker, or as an absolute URL on ``worker_url`` (a
+    request a worker answers for itself only)."""
+    if worker_url is None:
+        return path
+    if not worker_url.startswith(("http://", "https://")):
+        raise KafkaConnectConfigError(f"worker_url {worker_url!r} is not an http(s) URL")
+    return f"{worker_url.rstrip('/')}{path}"
 
 
 def _no_content(body: Any) -> None:
@@ -322,11 +333,18 @@ class ConnectRestApi:
     # --- plugins ------------------------------------------------------------------------
 
     @endpoint
-    def list_connector_plugins(self, connectors_only: bool = True) -> ApiRequest[list[Any]]:
-        """``GET /connector-plugins``: ``[{"class", "type", "version"}]`` (as JSON)."""
-        return ApiRequest("GET", "/connector-plugins",
+    def list_connector_plugins(self, connectors_only: bool = True,
+                               worker_url: str | None = None) -> ApiRequest[list[PluginInfo]]:
+        """``GET /connector-plugins``: the plugins a worker found, ``PluginInfo(class_name,
+        type, version)`` each (``connectors_only=False`` adds converters, transformations
+        and predicates). Each worker answers for itself: the connection's worker, or the
+        one at ``worker_url`` (an absolute ``http(s)://`` URL; same credentials and TLS
+        settings)."""
+        def plugins(body: Any) -> list[PluginInfo]:
+            return [PluginInfo.from_json(entry) for entry in _json_list(body)]
+        return ApiRequest("GET", _at(worker_url, "/connector-plugins"),
                           params=(("connectorsOnly", _flag(connectors_only)),),
-                          result=_json_list)
+                          result=plugins)
 
     @endpoint
     def get_plugin_config(self, plugin: str) -> ApiRequest[list[Any]]:
@@ -402,12 +420,7 @@ class ConnectRestApi:
         """``GET /admin/worker``: what one worker applied and serves (each worker answers
         for itself): the connection's worker, or the cluster member at ``worker_url`` (an
         absolute URL such as ``https://w2:8443``; same credentials and TLS settings)."""
-        path = "/admin/worker"
-        if worker_url is not None:
-            if not worker_url.startswith(("http://", "https://")):
-                raise KafkaConnectConfigError(f"worker_url {worker_url!r} is not an http(s) URL")
-            path = f"{worker_url.rstrip('/')}{path}"
-        return ApiRequest("GET", path, result=WorkerReport.from_json)
+        return ApiRequest("GET", _at(worker_url, "/admin/worker"), result=WorkerReport.from_json)
 
     @endpoint
     def get_cluster(self) -> ApiRequest[ClusterMembers]:

@@ -17,6 +17,7 @@ from typing import Any
 from airflow_provider.exceptions import MalformedResponseError
 from airflow_provider.hooks._answers import (
     ConnectAnswer,
+    check_bool,
     check_config,
     check_int,
     check_list,
@@ -39,13 +40,6 @@ def _optional_int(data: Mapping[str, Any], key: str, what: str) -> int | None:
     if data.get(key) is None:
         return None
     return check_int(data, key, what)
-
-
-def _bool(data: Mapping[str, Any], key: str, what: str) -> bool:
-    value = data.get(key)
-    if not isinstance(value, bool):
-        raise MalformedResponseError(f"{what}: {key!r} is missing or not a boolean")
-    return value
 
 
 # --------------------------------------------------------------------------- dynamic config
@@ -168,7 +162,7 @@ class WorkerListener(ConnectAnswer):
         data = check_object(body, what)
         cert = data.get("certificate")
         return cls(check_str(data, "url", what), check_str(data, "protocol", what),
-                   _bool(data, "admin", what),
+                   check_bool(data, "admin", what),
                    None if cert is None else CertificateInfo.from_json(cert), raw=data)
 
     def _fields(self) -> dict[str, Any]:

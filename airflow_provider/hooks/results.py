@@ -287,6 +287,31 @@ class Message(ConnectAnswer):
         return {"message": self.message}
 
 
+# --------------------------------------------------------------------------- plugins
+
+
+@dataclass(frozen=True)
+class PluginInfo(ConnectAnswer):
+    """An entry of ``GET /connector-plugins``: the plugin's canonical class name (``class``
+    in Connect's JSON: a Python keyword, hence ``class_name``), its type (``source``,
+    ``sink``, ``converter``, ``header_converter``, ``transformation``, ``predicate``) and
+    version."""
+
+    class_name: str
+    type: str
+    version: str | None = None
+
+    @classmethod
+    def from_json(cls, body: Any) -> PluginInfo:
+        what = "a connector plugin"
+        data = check_object(body, what)
+        return cls(check_str(data, "class", what), check_str(data, "type", what),
+                   check_opt_str(data, "version", what), raw=data)
+
+    def _fields(self) -> dict[str, Any]:
+        return {"class": self.class_name, "type": self.type, **present(version=self.version)}
+
+
 # --------------------------------------------------------------------------- validation
 
 

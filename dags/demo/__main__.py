@@ -1,7 +1,7 @@
 """``make demo``: Kafka Connect, Airflow and Spark end to end, on embedded defaults.
 
 1. the embedded broker (Tansu), a ``connect-standalone`` worker with its state in SQLite
-   (http, and https with a certificate from a demo CA),
+   (http, and https with a certificate from a demo CA; plugins from manifests only),
    a FileStreamSource publishing JSON order events to ``orders`` and a FileStreamSink
    (JsonConverter) archiving them — whose task fails on the one event that is not JSON;
 2. Airflow (SQLite, ``dag.test()``): ``orders_source_check`` emits the topic's Asset event;
@@ -13,7 +13,11 @@
 6. late orders arrive and the first pipeline run is re-run: same range, identical output;
 7. ``kafka_connect_certificate_rotation`` rotates the worker's HTTPS certificate (it
    expires within 30 days): a new keystore signed by the demo CA, PATCHed in through the
-   dynamic worker configuration — new fingerprint, same worker PID.
+   dynamic worker configuration — new fingerprint, same worker PID;
+8. a third-party connector dropped into the worker's ``plugin.path`` without a manifest is
+   invisible (the worker runs ``plugin.discovery=service_load``) until
+   ``kafka_connect_plugin_manifest_sync`` writes its manifest: then the worker lists it,
+   without a restart, and a connector created from it publishes.
 
 Everything lives in ``.demo/`` (``--dir``), wiped at start; logs in ``.demo/logs/``.
 Usage: ``python -m dags.demo [--dir DIR] [--keep-running]`` from the repository root.

@@ -1,6 +1,8 @@
 """The demo's running parts on loopback ports: the embedded broker, a standalone worker
-(state in SQLite; an http listener for the story and an https one whose certificate the
-last chapter rotates) and the two connectors of the story.
+(state in SQLite; an http listener for the story and an https one whose certificate a
+chapter rotates; plugins from manifests only, ``plugin.discovery=service_load``, with a
+``plugin.path`` the last chapter drops a connector into) and the two connectors of the
+story.
 
 ::
 
@@ -102,6 +104,9 @@ class Stack:
         self.ca_cert = self.tls_dir / "ca.pem"
         self.ca_key = self.tls_dir / "ca-key.pem"
         self.https_url = ""
+        #: The worker's plugin.path: empty at start; the plugin chapter drops a connector
+        #: into it.
+        self.plugin_path = directory / "plugins"
 
     @property
     def bootstrap(self) -> str:
@@ -122,14 +127,18 @@ class Stack:
             self.broker.start()
         except Exception as exc:
             raise StackError(f"the broker did not start: {exc}") from exc
+        self.create_topic(TOPIC)
+        self._start_worker()
+
+    def create_topic(self, name: str) -> None:
+        """Create topic ``name`` (one partition) on the broker."""
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         try:
-            admin.create_topics([NewTopic(TOPIC, 1, 1)], request_timeout=15)[TOPIC].result(20)
+            admin.create_topics([NewTopic(name, 1, 1)], request_timeout=15)[name].result(20)
         except Exception as exc:
-            raise StackError(f"could not create topic {TOPIC!r}: {exc}") from exc
-        self._start_worker()
+            raise StackError(f"could not create topic {name!r}: {exc}") from exc
 
     def _write_tls(self) -> dict[str, object]:
         """The demo CA (its key too: the rotation DAG signs with it) and the worker's first
@@ -160,6 +169,7 @@ class Stack:
         }
 
     def _start_worker(self) -> None:
+        self.plugin_path.mkdir(parents=True, exist_ok=True)
         url = f"http://127.0.0.1:{free_port()}"
         self.https_url = f"https://127.0.0.1:{free_port()}"
         props = write_properties(self.dir / "worker.properties", {
@@ -167,6 +177,10 @@ class Stack:
             "listeners": f"{url},{self.https_url}",
             **self._write_tls(),
             "storage.sql.url": f"sqlite:///{self.dir / 'connect.db'}",
+            # Manifests only (KIP-898): a plugin without one stays invisible until
+            # connect-plugin-path sync-manifests declares it.
+            "plugin.path": self.plugin_path,
+            "plugin.discovery": "service_load",
             "key.converter": STRING_CONVERTER,
             "value.converter": STRING_CONVERTER,
             "offset.flush.interval.ms": 1000,
@@ -204,6 +218,19 @@ class Stack:
         response = self.client.get(f"/connectors/{name}/status")
         response.raise_for_status()
         return response.json()
+
+    def plugin_versions(self) -> dict[str, str | None]:
+        """``{class: version}`` of ``GET /connector-plugins?connectorsOnly=false``."""
+        response = self.client.get("/connector-plugins", params={"connectorsOnly": "false"})
+        response.raise_for_status()
+        return {plugin["class"]: plugin.get("version") for plugin in response.json()}
+
+    def committed(self, name: str) -> dict[str, Any] | None:
+        """The committed offset of a one-partition source connector (KIP-875), if any."""
+        response = self.client.get(f"/connectors/{name}/offsets")
+        response.raise_for_status()
+        offsets = response.json()["offsets"]
+        return offsets[0]["offset"] if offsets else None
 
     def source_position(self) -> int:
         """Bytes of ``orders.jsonl`` the source has committed (its KIP-875 offset)."""

@@ -72,12 +72,13 @@ class Story:
         try:
             self._kafka_and_connect()
             self._airflow()
-            self.say("\n[3/7] The Spark pipeline downstream of the connector")
+            self.say("\n[3/8] The Spark pipeline downstream of the connector")
             first = self._pipeline(FIRST_RUN, "first run", show_totals=True)
             self._skip_poison_record()
             self._replay()
             self._rerun(first)
             self._rotate_certificate()
+            self._third_party_plugin()
             self._where_things_are()
             if keep_running:
                 self._wait_for_ctrl_c()
@@ -99,7 +100,7 @@ class Story:
     # ------------------------------------------------------------------ chapters
 
     def _kafka_and_connect(self) -> None:
-        self.say("[1/7] Kafka, a Kafka Connect worker and two connectors")
+        self.say("[1/8] Kafka, a Kafka Connect worker and two connectors")
         self.stack.start()
         self.say(f"  broker (Tansu, embedded) at {self.stack.bootstrap}, topic {TOPIC!r}")
         self.say(f"  worker (connect-standalone, state in {self.dir / 'connect.db'}) "
@@ -119,7 +120,7 @@ class Story:
 
     def _airflow(self) -> None:
         home = self.dir / "airflow"
-        self.say(f"\n[2/7] Airflow (SQLite in {home}, DAGs from {airflow_runs.DAGS_FOLDER})")
+        self.say(f"\n[2/8] Airflow (SQLite in {home}, DAGs from {airflow_runs.DAGS_FOLDER})")
         airflow_runs.configure(home, connect_url=self.stack.url, bootstrap=self.stack.bootstrap,
                                output=self.output, tls_dir=self.stack.tls_dir)
         with self.out.quiet():
@@ -158,7 +159,7 @@ class Story:
         if found is None:
             raise RuntimeError(f"the trace of {ARCHIVE} names no record: {trace[-500:]}")
         offset, topic, partition = int(found[1]), found[2], int(found[3])
-        self.say(f"\n[4/7] kafka_connect_skip_poison_record: the trace names offset {offset} "
+        self.say(f"\n[4/8] kafka_connect_skip_poison_record: the trace names offset {offset} "
                  f"of {topic}-{partition}")
         with self.out.quiet():
             result = airflow_runs.run_dag("kafka_connect_skip_poison_record", conf={
@@ -178,7 +179,7 @@ class Story:
     def _replay(self) -> None:
         lines = self.stack.orders_file.read_bytes().split(b"\n")
         position = sum(len(line) + 1 for line in lines[:REPLAY_FROM - 1])
-        self.say(f"\n[5/7] kafka_connect_replay_source: publish orders {REPLAY_FROM}–"
+        self.say(f"\n[5/8] kafka_connect_replay_source: publish orders {REPLAY_FROM}–"
                  f"{FIRST_ORDERS} again (byte {position} of {self.stack.orders_file.name})")
         offsets = [{"partition": {"filename": str(self.stack.orders_file)},
                     "offset": {"position": position}}]
@@ -196,7 +197,7 @@ class Story:
     def _rerun(self, first: dict[str, Any]) -> None:
         from dags.pipelines.orders_job import read_output, same_output
 
-        self.say(f"\n[6/7] {LATE_ORDERS} late orders arrive; then the first run is re-run")
+        self.say(f"\n[6/8] {LATE_ORDERS} late orders arrive; then the first run is re-run")
         late = order_lines(FIRST_ORDERS + 1, LATE_ORDERS)
         with self.stack.orders_file.open("a", encoding="utf-8") as handle:
             handle.write("".join(f"{line}\n" for line in late))
@@ -217,7 +218,7 @@ class Story:
         url, worker = self.stack.https_url, self.stack.worker
         assert worker is not None
         before, pid = served_certificate(url, trust), worker.pid
-        self.say(f"\n[7/7] kafka_connect_certificate_rotation: the worker's HTTPS certificate "
+        self.say(f"\n[7/8] kafka_connect_certificate_rotation: the worker's HTTPS certificate "
                  f"at {url} expires in {before.days_left():.0f} days")
         with self.out.quiet():
             result = airflow_runs.run_dag("kafka_connect_certificate_rotation",
@@ -239,6 +240,66 @@ class Story:
         self.say(f"  worker PID {worker.pid} unchanged: hot reload, no restart; the previous "
                  "keystore is kept for a rollback")
 
+    def _third_party_plugin(self) -> None:
+        from dags.demo import third_party as acme
+
+        stack, worker, name = self.stack, self.stack.worker, "tickets-source"
+        assert worker is not None
+        pid = worker.pid
+        self.say("\n[8/8] kafka_connect_plugin_manifest_sync: a third-party connector without "
+                 "a manifest")
+        module = acme.drop_plugin(stack.plugin_path)
+        self.say(f"  dropped {module.relative_to(self.dir)} into the worker's plugin.path: "
+                 "a plain module, no manifest")
+        listed = stack.plugin_versions()
+        if acme.CONNECTOR_CLASS in listed:
+            raise AssertionError(f"{acme.CONNECTOR_CLASS} is listed without a manifest")
+        self.say(f"  plugin.discovery=service_load: GET /connector-plugins lists {len(listed)} "
+                 f"plugins, not {acme.CONNECTOR_CLASS}")
+        config = {"connector.class": acme.CONNECTOR_CLASS, "topic": acme.TOPIC,
+                  "tasks.max": "1"}
+        response = stack.client.put(f"/connectors/{name}/config", json=config)
+        if response.status_code != 400:
+            raise AssertionError(f"creating {name} answered {response.status_code}, not 400: "
+                                 f"{response.text[:300]}")
+        message = response.json().get("message", "")
+        self.say(f"  creating {name}: HTTP 400 {message[:110]}...")
+        conf = {"plugin_path": [str(stack.plugin_path)]}
+        with self.out.quiet():
+            result = airflow_runs.run_dag("kafka_connect_plugin_manifest_sync", conf=conf)
+        self._expect(result, "kafka_connect_plugin_manifest_sync")
+        self.say("  the dry run's plan, then written by sync:")
+        for change in result.returned["plan"]["changes"]:
+            entry = f" {change['entry']}" if change["entry"] else ""
+            self.say(f"    {change['action']}{entry} → "
+                     f"{Path(change['manifest']).relative_to(self.dir)}")
+        report = result.returned["check_workers"]["workers"]
+        for url, versions in report.items():
+            # service_load imports a plugin when first used: no version until then.
+            version = versions[acme.CONNECTOR_CLASS] or "(its version is read on first use)"
+            self.say(f"  check_workers: {url} lists {acme.CONNECTOR_CLASS} {version}")
+        if acme.CONNECTOR_CLASS not in stack.plugin_versions() or worker.pid != pid:
+            raise AssertionError(f"the worker (PID {pid} → {worker.pid}) does not list "
+                                 f"{acme.CONNECTOR_CLASS}")
+        self.say(f"  worker PID {pid} unchanged: it re-read the manifests, no restart")
+        stack.create_topic(acme.TOPIC)
+        response = stack.client.put(f"/connectors/{name}/config", json=config)
+        if response.status_code != 201:
+            raise StackError(f"creating {name}: HTTP {response.status_code} {response.text}")
+        wait_for(lambda: stack.committed(name) == {"ticket": acme.TICKETS - 1},
+                 f"{name} to publish {acme.TICKETS} tickets")
+        state = stack.status(name)
+        self.say(f"  {name}: {state['connector']['state']}, task "
+                 f"{state['tasks'][0]['state']}; published {acme.TICKETS} tickets to "
+                 f"{acme.TOPIC!r}")
+        version = stack.plugin_versions().get(acme.CONNECTOR_CLASS)
+        self.say(f"  GET /connector-plugins: {acme.CONNECTOR_CLASS} {version}")
+        with self.out.quiet():
+            again = airflow_runs.run_dag("kafka_connect_plugin_manifest_sync", conf=conf)
+        self._expect(again, "kafka_connect_plugin_manifest_sync (next night)")
+        if again.returned["plan"]["changes"] or again.states["sync"] != "skipped":
+            raise AssertionError(f"the second run planned changes: {again.returned['plan']}")
+
     def _where_things_are(self) -> None:
         self.say("\nWhere things are:")
         for what, where in (
@@ -248,6 +309,7 @@ class Story:
                 ("offset ranges per run", self.output / "ranges"),
                 ("worker state (SQLite)", self.dir / "connect.db"),
                 ("TLS: demo CA, keystores", self.stack.tls_dir),
+                ("plugin.path", self.stack.plugin_path),
                 ("Airflow home (SQLite)", self.dir / "airflow"),
                 ("logs", self.stack.logs)):
             self.say(f"  {what:<23} {where}")

@@ -3,7 +3,8 @@ broker and worker):
 
 * ``make demo`` (``python -m dags.demo``): the whole story — connectors, Airflow DAG runs,
   the Spark pipeline, the skip-poison and replay runbooks, an identical re-run, the HTTPS
-  certificate rotated without a worker restart;
+  certificate rotated without a worker restart, a third-party connector made visible by
+  the plugin-manifest sync DAG;
 * ``python -m worker.demo --duration 20``: every line written reaches the sink's file.
 """
 
@@ -27,7 +28,7 @@ ROOT = Path(__file__).parents[2]
 DURATION_S = 20
 #: Broker + worker start, connector start, 20 s of lines, drain and shutdown.
 RUN_TIMEOUT_S = 180
-#: The whole story: broker, worker, Airflow DB, six DAG runs, three Spark jobs.
+#: The whole story: broker, worker, Airflow DB, nine DAG runs, three Spark jobs.
 STORY_TIMEOUT_S = 600
 
 
@@ -92,8 +93,8 @@ def test_make_demo_tells_the_whole_story(tmp_path: Path) -> None:
     context = (f"demo output:\n{result.stdout}\nairflow log tail:\n"
                f"{_tail(demo_dir / 'logs' / 'airflow.log')}")
     assert result.returncode == 0, context
-    for chapter in range(1, 8):
-        assert f"[{chapter}/7]" in result.stdout, context
+    for chapter in range(1, 9):
+        assert f"[{chapter}/8]" in result.stdout, context
     assert "Tolerance exceeded in error handler" in result.stdout, context
     assert "identical" in result.stdout, context
     assert result.stdout.rstrip().endswith("broker stopped"), context
@@ -104,6 +105,23 @@ def test_make_demo_tells_the_whole_story(tmp_path: Path) -> None:
     assert re.search(r"worker PID \d+ unchanged", result.stdout), context
     keystores = sorted((demo_dir / "tls" / "keystores").glob("*.p12"))
     assert len(keystores) == 1 and (demo_dir / "tls" / "worker-first.p12").is_file()
+
+    # Chapter 8: invisible without a manifest, listed and publishing after the DAG's sync
+    # (same worker process), and the next night's run has nothing to do.
+    plugin = "acme_tickets.TicketSourceConnector"
+    assert re.search(r"plugin.discovery=service_load: GET /connector-plugins lists \d+ "
+                     rf"plugins, not {plugin}", result.stdout), context
+    assert "creating tickets-source: HTTP 400 " in result.stdout, context
+    assert re.search(rf"check_workers: http://\S+ lists {plugin} ", result.stdout), context
+    assert re.search(r"worker PID \d+ unchanged: it re-read the manifests", result.stdout)
+    assert "tickets-source: RUNNING, task RUNNING; published 25 tickets" in result.stdout
+    assert f"GET /connector-plugins: {plugin} 1.4.2" in result.stdout, context
+    assert ("kafka_connect_plugin_manifest_sync: check_workers=success, plan=success, "
+            "should_sync=success, sync=success") in result.stdout, context
+    assert ("(next night): check_workers=skipped, plan=success, should_sync=success, "
+            "sync=skipped") in result.stdout, context
+    (manifest,) = (demo_dir / "plugins" / "acme-tickets").glob("*.dist-info/entry_points.txt")
+    assert f"{plugin} = acme_tickets:TicketSourceConnector" in manifest.read_text()
 
     # Two pipeline runs, each with its recorded range; the re-run kept the first range.
     ranges = {p.stem: json.loads(p.read_text()) for p in (demo_dir / "pipeline" /

@@ -120,7 +120,8 @@ def test_sync_hook_drives_a_connector_through_its_life(worker: WorkerProcess, tm
         assert info.version and {"commit", "kafka_cluster_id"} <= set(info.to_dict())
         assert hook.get_health().status == "healthy"
         plugins = hook.list_connector_plugins()
-        assert any(p["class"].endswith("FileStreamSourceConnector") for p in plugins)
+        assert any(p.class_name.endswith("FileStreamSourceConnector") and p.type == "source"
+                   for p in plugins)
         assert len(hook.list_connector_plugins(connectors_only=False)) > len(plugins)
         assert any(c["name"] == "file" for c in hook.get_plugin_config("FileStreamSource"))
         valid = hook.validate_connector_config("FileStreamSource", {**config, "name": name})
@@ -223,6 +224,12 @@ def test_async_hook_drives_a_connector_through_its_life(worker: WorkerProcess, t
             assert (await hook.aget_settings()).base_url == worker.url
             assert (await hook.get_server_info()).version
             assert (await hook.get_health()).status == "healthy"
+            # Asked of one worker by its absolute URL (the plugin-sync wait does so).
+            listed = await hook.list_connector_plugins(connectors_only=False,
+                                                       worker_url=worker.url)
+            assert {"source", "sink", "converter", "transformation"} <= {
+                p.type for p in listed}
+            assert all(p.version for p in listed)
             bad = await hook.validate_connector_config(
                 "FileStreamSource", {"connector.class": "FileStreamSource", "tasks.max": "x"})
             assert bad.error_count > 0

@@ -43,7 +43,7 @@ def test_every_listed_module_and_class_imports() -> None:
     info = provider_yaml()
     modules = [module for section in ("hooks", "operators", "sensors", "triggers")
                for entry in info[section] for module in entry["python-modules"]]
-    assert len(modules) == 13
+    assert len(modules) == 15
     for module in modules:
         importlib.import_module(module)
     for path in [c["hook-class-name"] for c in info["connection-types"]] + info["extra-links"]:
@@ -97,4 +97,5 @@ def test_airflow_lists_the_provider_and_its_connection_type(airflow_db) -> None:
     triggers = {t["class"] for t in airflow_cli("providers", "triggers")}
     assert {"airflow_provider.triggers.certificates",
             "airflow_provider.triggers.connector_state",
+            "airflow_provider.triggers.plugins",
             "airflow_provider.triggers.status_topic"} <= triggers

@@ -23,6 +23,9 @@ from airflow_provider.exceptions import (
     MalformedResponseError,
     NotFoundError,
     OffsetsShapeError,
+    PluginPathCliError,
+    PluginPathOutputError,
+    PluginsNotListedError,
     RebalanceInProgressError,
     StateTimeoutError,
     TlsHandshakeError,
@@ -33,7 +36,7 @@ ERRORS = [cls for _, cls in inspect.getmembers(exceptions, inspect.isclass)
 
 
 def test_every_error_is_an_airflow_exception() -> None:
-    assert len(ERRORS) == 21
+    assert len(ERRORS) == 24
     assert CoreAirflowException is AirflowException  # airflow.exceptions re-exports the SDK's
     for cls in ERRORS:
         assert issubclass(cls, AirflowException), cls
@@ -49,6 +52,8 @@ def test_every_error_is_an_airflow_exception() -> None:
     (KeystoreError("cannot read"), ValueError),
     (CertificateNotServedError("late"), TimeoutError),
     (TlsHandshakeError("refused"), KafkaConnectTransportError),
+    (PluginPathOutputError("not JSON"), ValueError),
+    (PluginsNotListedError("late"), TimeoutError),
 ])
 def test_builtin_bases_still_catch(error: Exception, builtin: type[Exception]) -> None:
     with pytest.raises(builtin):
@@ -68,6 +73,11 @@ def test_builtin_bases_still_catch(error: Exception, builtin: type[Exception]) -
     InvalidWorkerConfigError(["listeners.https.ssl.keystore.password: wrong password"]),
     CertificateNotServedError("1 of 2 worker(s) did not serve it",
                               served={"https://w1:8443": "ab" * 32}),
+    PluginPathCliError("connect-plugin-path list --plugin-path /p --json", 1,
+                       "Traceback ...\nValueError: bad"),
+    PluginPathCliError("connect-plugin-path list --json", None, "(stopped after 5 s)"),
+    PluginsNotListedError("1 of 1 worker(s) did not list them",
+                          missing={"http://w1:8083": ["a.B"]}),
 ])
 def test_serialize_rebuilds_the_same_error(error: AirflowException) -> None:
     name, args, kwargs = error.serialize()

@@ -136,3 +136,18 @@ def test_get_worker_of_another_member(conn_id: str) -> None:
     assert (sent.method, sent.raw_path) == ("GET", "/admin/worker")
     assert sent.headers["host"] == "w2.test:8443"
     assert "authorization" in sent.headers  # the connection's credentials go along
+
+
+def test_plugins_of_another_member(conn_id: str) -> None:
+    listed = [{"class": "acme.Source", "type": "source", "version": "1.2"}]
+    fake = FakeConnect().answer(httpx.Response(200, json=listed))
+    with KafkaConnectHook(conn_id, retry_limit=0, transport=fake.sync_transport()) as hook:
+        plugins = hook.list_connector_plugins(connectors_only=False,
+                                              worker_url="http://w2.test:8084/")
+        with pytest.raises(KafkaConnectConfigError, match="not an http"):
+            hook.list_connector_plugins(worker_url="w2.test:8084")
+    assert [(p.class_name, p.version) for p in plugins] == [("acme.Source", "1.2")]
+    (sent,) = fake.sent
+    assert (sent.method, sent.raw_path, sent.query) == (
+        "GET", "/connector-plugins", [("connectorsOnly", "false")])
+    assert sent.headers["host"] == "w2.test:8084"

@@ -19,6 +19,7 @@ from airflow_provider.hooks.results import (
     ConnectorState,
     ConnectorStatus,
     Message,
+    PluginInfo,
     ServerInfo,
     TaskId,
     TaskInfo,
@@ -37,6 +38,9 @@ ANSWERS: list[tuple[type[Any], dict[str, Any]]] = [
     (ConnectorOffsets, {"offsets": [{"partition": {"filename": "f"}, "offset": None}]}),
     (Message, {"message": "The offsets for this connector have been reset successfully"}),
     (ConfigValidation, VALIDATION),
+    (PluginInfo, {"class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                  "type": "source", "version": "4.0.0"}),
+    (PluginInfo, {"class": "acme.Source", "type": "source"}),
 ]
 
 
@@ -106,8 +110,17 @@ def test_validation_errors_are_listed() -> None:
     (ConfigValidation, {"error_count": 0, "groups": [1], "configs": []},
      "the validation result: 'groups' is not a list of strings"),
     (WorkerHealth, {"message": "?"}, "the worker health: 'status' is missing"),
+    (PluginInfo, {"type": "source", "version": "1"}, "a connector plugin: 'class' is missing"),
+    (PluginInfo, {"class": "a.B", "type": "source", "version": 1},
+     "a connector plugin: 'version' is not a string"),
 ])
 def test_malformed_answers_say_what_is_wrong(cls: type[Any], body: Any, detail: str) -> None:
     with pytest.raises(MalformedResponseError) as caught:
         cls.from_json(body)
     assert str(caught.value).startswith(detail) and caught.value.detail == str(caught.value)
+
+
+def test_plugin_info_names_the_class_field_class() -> None:
+    plugin = PluginInfo.from_json({"class": "a.B", "type": "sink", "version": "2"})
+    assert (plugin.class_name, plugin.type, plugin.version) == ("a.B", "sink", "2")
+    assert PluginInfo("a.C", "converter").to_dict() == {"class": "a.C", "type": "converter"}
