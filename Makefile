@@ -12,6 +12,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT_PATHS := worker airflow_provider dags tests
 PYTEST_ARGS ?=
+# Two pytest processes (pytest-xdist): most tests wait on brokers, workers and Airflow
+# rather than compute; tests/conftest.py groups them so module-scoped workers start once
+# and the CPU-heavy modules never run against each other. PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 2
 
 .PHONY: help venv test demo bench lint typecheck clean distclean constraints
 
@@ -31,7 +35,7 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 test: venv  ## lint and type-check, then the whole test suite (unit + integration)
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/mypy
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 demo: venv  ## the whole story: broker, worker, connectors, Airflow DAGs, Spark -> Parquet
 	$(BIN)/python -m dags.demo

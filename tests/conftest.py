@@ -1,4 +1,6 @@
 """Suite-wide fixtures: one Kafka for the whole session, admin client, worker processes.
+Under pytest-xdist (``make test`` runs two processes) each process is a session of its own,
+with its own broker and Airflow home; :func:`pytest_collection_modifyitems` groups tests.
 
 Kafka (``docs/architecture.md`` §6), first match wins:
 
@@ -152,6 +154,31 @@ def unique_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
 
 
 # ---------------------------------------------------------------------------- workers
+
+# ---------------------------------------------------------------------------- xdist
+
+#: Test modules that keep both cores busy on their own (3-worker clusters bounced, Spark
+#: jobs, the whole demo): under ``make test``'s two xdist processes they run one after
+#: another in one process, beside the waiting-bound rest, never against each other.
+CPU_HEAVY_MODULES = frozenset({"test_demo.py", "test_distributed_bounce.py",
+                               "test_example_dags.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With pytest-xdist's ``--dist loadgroup``: one scheduling group per test module (its
+    module-scoped workers start once), one for the Spark tests (one Spark session) and one
+    for :data:`CPU_HEAVY_MODULES`."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.path.name in CPU_HEAVY_MODULES:
+            group = "cpu-heavy"
+        elif "spark" in item.path.parent.parts:
+            group = "spark"
+        else:
+            group = str(item.path)
+        item.add_marker(pytest.mark.xdist_group(group))
+
 
 StandaloneWorkerFactory = Callable[..., WorkerProcess]
 
