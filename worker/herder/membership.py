@@ -111,6 +111,8 @@ class GroupMembership:
         self._joined: tuple[int, str, WorkerAssignment | None] | None = None
         #: Rejoins asked for (sent in the metadata, so that each one starts a new round).
         self.rejoins = 0
+        #: Whether the last completed join made this worker the leader.
+        self._leader = False
 
     def start(self) -> None:
         settings = client_settings(self.config)
@@ -130,9 +132,22 @@ class GroupMembership:
             api_version=client._manager.broker_version)
 
     def stop(self) -> None:
-        """Leave the group (others rebalance at once, not after the session timeout)."""
+        """Leave the group (others rebalance at once, not after the session timeout) —
+        unless this worker leads a rebalance in progress: it then lets its session expire.
+
+        Tansu keeps a leader that leaves while the group is forming as the round's leader,
+        so the remaining members' SyncGroups fail forever (a leader that stops
+        heartbeating is dropped and replaced after ``session.timeout.ms``). On Kafka,
+        skipping LeaveGroup there only delays that one rebalance by the session timeout.
+        """
         coordinator, client = self._coordinator, self._client
         self._coordinator = self._client = None
+        if coordinator is not None and self._leader and (
+                coordinator.need_rejoin() or not coordinator.stable()):
+            log.info("Leaving group %s by session expiry (%d ms): this worker leads a "
+                     "rebalance in progress", self.config.group_id,
+                     self.config.get("session.timeout.ms"))
+            coordinator = None
         if coordinator is not None:
             try:
                 coordinator.close(timeout_ms=LEAVE_TIMEOUT_MS)
@@ -177,6 +192,7 @@ class GroupMembership:
             assignment = None
         with self._lock:
             self._joined = (generation, member_id, assignment)
+            self._leader = assignment is not None and assignment.leader == member_id
 
     def request_rejoin(self) -> None:
         """Start a new round: ``metadata()`` should differ from the last join's (see
