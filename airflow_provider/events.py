@@ -28,6 +28,20 @@ def connector_failed(connector: str, detail: object, trace: str | None = None
     return ConnectorFailedError(connector, f"connector {connector!r}: {detail}", trace=trace)
 
 
+def raise_for_event(connector: str, event: dict[str, Any],
+                    waiting_for: str = "waiting for") -> None:
+    """Return for a ``success`` event; raise :class:`ConnectorFailedError`,
+    :class:`StateTimeoutError` or :class:`KafkaConnectError` for the others."""
+    status = event.get("status")
+    if status == "success":
+        return
+    if status == "failed":
+        raise connector_failed(connector, event.get("message"), event.get("trace"))
+    if status == "timeout":
+        raise StateTimeoutError(event.get("message"))
+    raise KafkaConnectError(f"{waiting_for} {connector!r} failed: {event.get('message')}")
+
+
 class ConnectorStateEventMixin:
     """``execute_complete`` for operators and sensors that defer on a connector-state
     trigger: a ``success`` event goes to :meth:`on_state_reached` (its return value is the
@@ -41,15 +55,8 @@ class ConnectorStateEventMixin:
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
         """Resume after the trigger: the success result, else raise."""
-        status = event.get("status")
-        if status == "success":
-            return self.on_state_reached(context, event)
-        if status == "failed":
-            raise connector_failed(self.connector, event.get("message"), event.get("trace"))
-        if status == "timeout":
-            raise StateTimeoutError(event.get("message"))
-        raise KafkaConnectError(
-            f"{self.waiting_for} {self.connector!r} failed: {event.get('message')}")
+        raise_for_event(self.connector, event, self.waiting_for)
+        return self.on_state_reached(context, event)
 
     def on_state_reached(self, context: Context, event: dict[str, Any]) -> Any:
         """Called with the ``success`` event; returns the task's result."""

@@ -5,9 +5,11 @@
 * ``kafka_connect_skip_poison_record``: a sink task failed on a record it cannot convert;
   check where the sink's consumer group stands, move it one past that record, resume.
 
-Both use the ``kafka_connect_default`` connection; set its ``bootstrap_servers`` extra so
-the runbook emits Asset events for the connector's topics (downstream DAGs scheduled on
-them, such as ``orders_pipeline``, then run on the replayed data). Trigger with a config,
+Both wait deferred (in the triggerer: on Connect's status topic when the connection's
+Kafka holds it, else over REST) and use the ``kafka_connect_default`` connection; set its
+``bootstrap_servers`` extra so the runbook emits Asset events for the connector's topics
+(downstream DAGs scheduled on them, such as ``orders_pipeline``, then run on the replayed
+data). Trigger with a config,
 e.g. ``airflow dags trigger kafka_connect_skip_poison_record --conf '{"connector":
 "orders-archive", "topic": "orders", "partition": 0, "poison_offset": 17}'``.
 """
@@ -48,6 +50,7 @@ with DAG(
         action="{{ params.action }}",
         offsets="{{ params.offsets if params.action == 'alter' else None }}",
         state_timeout=300,
+        deferrable=True,  # waits for STOPPED and RUNNING in the triggerer
     )
     # The runbook already waited for RUNNING; this re-checks a little later, deferred (no
     # worker slot held), so a task that fails on the replayed data fails the DAG run.
@@ -122,6 +125,7 @@ with DAG(
                                 "kafka_partition": "{{ params.partition }}"},
                   "offset": {"kafka_offset": "{{ params.poison_offset + 1 }}"}}],
         state_timeout=300,
+        deferrable=True,
     )
     check_position() >> skip
 # [END howto_operator_kafka_connect_skip_poison_record]

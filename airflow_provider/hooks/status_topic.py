@@ -128,32 +128,76 @@ def _transport_error(settings: ConnectionSettings, exc: KafkaException) -> Kafka
         f"{settings.bootstrap_servers}: {exc}")
 
 
-def read_status_view(settings: ConnectionSettings, connector: str, *,
-                     timeout: float | None = None) -> tuple[ConnectorStatusView, bool]:
-    """Read the whole status topic once (sync, for poke mode): the connector's view and
-    whether every partition was read to its end within ``timeout`` seconds (default:
-    the connection's timeout)."""
-    timeout = settings.timeout if timeout is None else timeout
-    deadline = time.monotonic() + timeout
-    consumer = Consumer(reader_config(settings))
-    try:
+class StatusTopicReader:
+    """Reads the status topic for one connector synchronously and keeps its consumer and
+    view between reads (a poke-mode sensor calls :meth:`read` on each poke): the first
+    read catches up from the beginning, later ones only fetch what arrived since.
+    :meth:`close` releases the consumer."""
+
+    def __init__(self, settings: ConnectionSettings, connector: str) -> None:
+        self.settings = settings
+        self.connector = connector
+        self._consumer: Consumer | None = None
+        self._catch_up: _CatchUp | None = None
+
+    def read(self, timeout: float | None = None) -> tuple[ConnectorStatusView, bool]:
+        """Fetch what is new: ``(view, caught_up)``, where ``caught_up`` says that every
+        partition has been read to its end at least once (within ``timeout`` seconds,
+        default: the connection's timeout, for this call)."""
+        settings = self.settings
+        timeout = settings.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         try:
-            partitions = _partitions(
-                consumer.list_topics(topic=settings.status_topic, timeout=timeout), settings)
-            consumer.assign(partitions)
-            catch_up = _CatchUp(ConnectorStatusView(connector),
-                                frozenset(tp.partition for tp in partitions),
-                                settings.status_topic)
-            while not catch_up.caught_up and time.monotonic() < deadline:
+            catch_up = self._catch_up or self._open(timeout)
+            was_caught_up = catch_up.caught_up
+            consumer = self._consumer
+            assert consumer is not None
+            while time.monotonic() < deadline:
                 first = consumer.poll(POLL_TIMEOUT_S)
-                if first is not None:
-                    catch_up.feed([first, *consumer.consume(num_messages=BATCH_SIZE - 1,
-                                                            timeout=0)])
+                if first is None:
+                    if was_caught_up:  # nothing more has arrived since the last read
+                        break
+                    continue
+                catch_up.feed([first, *consumer.consume(num_messages=BATCH_SIZE - 1,
+                                                        timeout=0)])
+                if catch_up.caught_up and not was_caught_up:
+                    break
         except KafkaException as exc:
+            self.close()  # the next read starts over
             raise _transport_error(settings, exc) from exc
         return catch_up.view, catch_up.caught_up
+
+    def _open(self, timeout: float) -> _CatchUp:
+        consumer = Consumer(reader_config(self.settings))
+        try:
+            partitions = _partitions(
+                consumer.list_topics(topic=self.settings.status_topic, timeout=timeout),
+                self.settings)
+            consumer.assign(partitions)
+        except BaseException:
+            consumer.close()
+            raise
+        self._consumer = consumer
+        self._catch_up = _CatchUp(ConnectorStatusView(self.connector),
+                                  frozenset(tp.partition for tp in partitions),
+                                  self.settings.status_topic)
+        return self._catch_up
+
+    def close(self) -> None:
+        consumer, self._consumer, self._catch_up = self._consumer, None, None
+        if consumer is not None:
+            consumer.close()
+
+
+def read_status_view(settings: ConnectionSettings, connector: str, *,
+                     timeout: float | None = None) -> tuple[ConnectorStatusView, bool]:
+    """Read the whole status topic once: the connector's view and whether every partition
+    was read to its end within ``timeout`` seconds (default: the connection's timeout)."""
+    reader = StatusTopicReader(settings, connector)
+    try:
+        return reader.read(timeout)
     finally:
-        consumer.close()
+        reader.close()
 
 
 class StatusTopicWatch:
@@ -234,9 +278,10 @@ class KafkaConnectStatusTopicHook(KafkaConnectBaseHook):
 
     :param kafka_connect_conn_id: the ``kafka_connect`` Airflow connection.
 
-    Sensors call :meth:`read_status_view` (one pass over the topic); triggers
-    :meth:`awatch` (a live reader; the connection is looked up without blocking). The
-    connection is read once per hook.
+    Sensors call :meth:`reader` (a reader that keeps its position between pokes) or
+    :meth:`read_status_view` (one pass over the topic); triggers :meth:`awatch` (a live
+    reader; the connection is looked up without blocking). The connection is read once
+    per hook.
     """
 
     hook_name = "Kafka Connect status topic"
@@ -250,6 +295,10 @@ class KafkaConnectStatusTopicHook(KafkaConnectBaseHook):
         """Read the whole topic once: ``connector``'s view and whether every partition was
         read to its end within ``timeout`` seconds (default: the connection's timeout)."""
         return read_status_view(self.settings, connector, timeout=timeout)
+
+    def reader(self, connector: str) -> StatusTopicReader:
+        """A reader for ``connector`` that keeps its consumer between reads (close it)."""
+        return StatusTopicReader(self.settings, connector)
 
     async def awatch(self, connector: str) -> StatusTopicWatch:
         """A live reader of the topic for ``connector`` (:meth:`StatusTopicWatch.until`)."""

@@ -1,14 +1,17 @@
-"""What every Kafka Connect operator shares: the hook, the status link, state waits and
-topic Asset events (named after the cluster of :attr:`TopicAssetsMixin.kafka_hook`)."""
+"""What every Kafka Connect operator shares: the hook, the status link, state waits (here
+or, deferred, in the triggerer) and topic Asset events (named after the cluster of
+:attr:`TopicAssetsMixin.kafka_hook`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, NoReturn
 
-from airflow.sdk import BaseOperator, Context
+from airflow.sdk import BaseOperator, Context, conf
+from airflow.triggers.base import BaseTrigger
 
 from airflow_provider.assets import TopicAssetsMixin
 from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
@@ -16,10 +19,19 @@ from airflow_provider.events import connector_failed
 from airflow_provider.exceptions import WAIT_OUT_ERRORS, StateTimeoutError
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.hooks.results import ConnectorStatus
+from airflow_provider.hooks.status_topic import check_status_topic
 from airflow_provider.links import ConnectorStatusLink
 
 DEFAULT_STATE_TIMEOUT_S = 300.0
 DEFAULT_POLL_INTERVAL_S = 1.0
+#: Airflow's own deferral timeout is the trigger's plus this: the trigger reports its
+#: timeout first, with what it last saw; Airflow's ends a wait whose triggerer is gone.
+DEFERRAL_GRACE_S = 60.0
+
+
+def default_deferrable() -> bool:
+    """Airflow's ``[operators] default_deferrable``, as first-party providers read it."""
+    return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
 def wait_for_state(hook: KafkaConnectHook, connector: str, target_state: str, *,
@@ -63,6 +75,9 @@ class KafkaConnectBaseOperator(TopicAssetsMixin, BaseOperator):
     :param emit_topic_assets: subclasses that learn the connector's topics emit one Asset
         event per topic (see :mod:`airflow_provider.assets`) through an alias added to
         ``outlets``.
+    :param deferrable: wait for connector states in the triggerer, freeing the worker slot
+        (default: Airflow's ``[operators] default_deferrable``). The wait follows the
+        status topic when the connection has ``bootstrap_servers``, else polls REST.
     """
 
     template_fields: Sequence[str] = ("connector",)
@@ -70,16 +85,52 @@ class KafkaConnectBaseOperator(TopicAssetsMixin, BaseOperator):
     ui_color = "#d7e8f5"
 
     def __init__(self, *, connector: str, kafka_connect_conn_id: str = "kafka_connect_default",
-                 emit_topic_assets: bool = False, **kwargs: Any) -> None:
+                 emit_topic_assets: bool = False, deferrable: bool | None = None,
+                 **kwargs: Any) -> None:
         self._add_topics_alias(connector, emit_topic_assets, kwargs)
         super().__init__(**kwargs)
         self.connector = connector
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.emit_topic_assets = emit_topic_assets
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
 
     @cached_property
     def hook(self) -> KafkaConnectHook:
         return KafkaConnectHook(kafka_connect_conn_id=self.kafka_connect_conn_id)
+
+    def state_trigger(self, target_state: str, *, wait_for_tasks: bool, timeout: float,
+                      poll_interval: float) -> BaseTrigger:
+        """The trigger that waits for ``target_state``: :class:`StatusTopicTrigger` when
+        the connection names the Kafka cluster (``bootstrap_servers``) and its status
+        topic exists there, else :class:`ConnectorStateTrigger` (REST; e.g. standalone
+        workers, which keep their status to themselves)."""
+        from airflow_provider.triggers.connector_state import ConnectorStateTrigger
+        from airflow_provider.triggers.status_topic import StatusTopicTrigger
+
+        settings = self.hook.settings
+        if settings.bootstrap_servers:
+            found, why = check_status_topic(settings)
+            if found:
+                return StatusTopicTrigger(
+                    kafka_connect_conn_id=self.kafka_connect_conn_id,
+                    connector=self.connector, target_state=target_state,
+                    wait_for_tasks=wait_for_tasks, timeout=timeout)
+            self.log.info("Waiting over the REST API: %s", why)
+        return ConnectorStateTrigger(
+            kafka_connect_conn_id=self.kafka_connect_conn_id, connector=self.connector,
+            target_state=target_state, wait_for_tasks=wait_for_tasks,
+            poll_interval=poll_interval, timeout=timeout)
+
+    def defer_until(self, target_state: str, *, method_name: str, wait_for_tasks: bool,
+                    timeout: float, poll_interval: float) -> NoReturn:
+        """Defer until the connector is in ``target_state``; the task resumes in
+        ``method_name(context, event)`` with the trigger's event."""
+        trigger = self.state_trigger(target_state, wait_for_tasks=wait_for_tasks,
+                                     timeout=timeout, poll_interval=poll_interval)
+        self.log.info("Deferring until connector %s is %s (%s, up to %g s)", self.connector,
+                      target_state, type(trigger).__name__, timeout)
+        self.defer(trigger=trigger, method_name=method_name,
+                   timeout=timedelta(seconds=timeout + DEFERRAL_GRACE_S))
 
     def emit_active_topics(self, context: Context) -> list[str]:
         """Emit Asset events for the connector's active topics (``GET .../topics``)."""

@@ -8,11 +8,15 @@ before the task fails with the original error.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from airflow.sdk import Context
+from airflow.sdk.exceptions import TaskDeferred
 
+from airflow_provider.events import raise_for_event
+from airflow_provider.exceptions import KafkaConnectError
 from airflow_provider.hooks.results import ConnectorStatus
 from airflow_provider.offsets import validate_offsets
 from airflow_provider.operators._base import (
@@ -24,6 +28,8 @@ from airflow_provider.operators._base import (
 
 ACTIONS = ("reset", "alter")
 SNAPSHOT_XCOM_KEY = "offsets_snapshot"
+#: Where a deferred runbook keeps its progress between the task's processes.
+STATE_XCOM_KEY = "runbook_state"
 
 
 def _canonical(offsets: list[dict[str, Any]]) -> list[str]:
@@ -44,6 +50,13 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
     If any step from 4 on fails, the connector is stopped, its offsets are reset and the
     snapshot written back, it is returned to the state it had at step 1, and the task
     fails with the original error (notes on the error tell how the restore went).
+
+    With ``deferrable`` (default: Airflow's ``[operators] default_deferrable``) the waits
+    of steps 4 and 6 run in the triggerer — on the status topic when the connection has
+    ``bootstrap_servers``, else over REST — and the task resumes in a new process with
+    its progress from XCom ``runbook_state``; a wait that fails, times out in the
+    triggerer or is ended by Airflow's deferral timeout restores the snapshot the same
+    way (the restore itself runs in the task, not deferred).
 
     Returns ``{"connector", "type", "action", "initial_state", "before", "after"}`` with the
     offsets before and after.
@@ -85,30 +98,102 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
         self.log.info("Connector %s (%s, %s): snapshot of %d offset(s) pushed to XCom %r",
                       self.connector, connector_type, initial_state, len(before),
                       SNAPSHOT_XCOM_KEY)
-        offsets_touched = False
-        try:
+        state = {"action": action, "type": connector_type, "initial_state": initial_state,
+                 "offsets": new_offsets, "offsets_touched": False}
+        with self._restoring_on_failure(context, state):
             if initial_state != "STOPPED":
                 self.hook.stop_connector(self.connector)
-            self._wait("STOPPED")
-            offsets_touched = True
-            if new_offsets is None:  # action "reset"
-                self.hook.reset_offsets(self.connector)
-            else:
-                self.hook.alter_offsets(self.connector, new_offsets)
-            after = self.hook.get_offsets(self.connector).to_list()
-            self.log.info("Offsets of %s %s: %d partition(s) now", self.connector,
-                          "reset" if action == "reset" else "altered", len(after))
-            self.on_offsets_applied(context, after)
-            if self.resume:
-                self.hook.resume_connector(self.connector)
-                self._wait("RUNNING")
+            self._await(context, state, "STOPPED", "execute_stopped")
+            return self._stopped(context, state)
+
+    def execute_stopped(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the deferred wait for STOPPED: change the offsets, resume."""
+        state = self._state(context)
+        with self._restoring_on_failure(context, state):
+            raise_for_event(self.connector, event)
+            return self._stopped(context, state)
+
+    def execute_resumed(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the deferred wait for RUNNING: the result."""
+        state = self._state(context)
+        with self._restoring_on_failure(context, state):
+            raise_for_event(self.connector, event)
+        return self._finish(context, state)
+
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None,
+                         context: Context) -> Any:
+        """As Airflow's, but a wait that Airflow ended (deferral timeout, trigger failure:
+        no event to resume with) also restores the snapshot before the task fails."""
+        try:
+            return super().resume_execution(next_method, next_kwargs, context)
         except BaseException as exc:
-            self._restore(exc, before, initial_state, offsets_touched)
+            if next_method not in ("execute_stopped", "execute_resumed"):
+                state = context["ti"].xcom_pull(key=STATE_XCOM_KEY)
+                if state:
+                    self._restore(exc, self._snapshot(context), state["initial_state"],
+                                  state["offsets_touched"])
             raise
+
+    # ------------------------------------------------------------------ steps
+
+    def _stopped(self, context: Context, state: dict[str, Any]) -> dict[str, Any]:
+        """The connector is STOPPED: apply the offsets, read them back, resume."""
+        state["offsets_touched"] = True
+        if state["offsets"] is None:  # action "reset"
+            self.hook.reset_offsets(self.connector)
+        else:
+            self.hook.alter_offsets(self.connector, state["offsets"])
+        after = self.hook.get_offsets(self.connector).to_list()
+        state["after"] = after
+        self.log.info("Offsets of %s %s: %d partition(s) now", self.connector,
+                      "reset" if state["action"] == "reset" else "altered", len(after))
+        self.on_offsets_applied(context, after)
+        if self.resume:
+            self.hook.resume_connector(self.connector)
+            self._await(context, state, "RUNNING", "execute_resumed")
+        return self._finish(context, state)
+
+    def _finish(self, context: Context, state: dict[str, Any]) -> dict[str, Any]:
         if self.resume and self.emit_topic_assets:
             self.emit_active_topics(context)
-        return {"connector": self.connector, "type": connector_type, "action": action,
-                "initial_state": initial_state, "before": before, "after": after}
+        return {"connector": self.connector, "type": state["type"],
+                "action": state["action"], "initial_state": state["initial_state"],
+                "before": self._snapshot(context), "after": state["after"]}
+
+    def _await(self, context: Context, state: dict[str, Any], target: str,
+               method_name: str) -> None:
+        """Wait for ``target`` here, or defer (the state goes to XCom ``runbook_state``
+        first: the task resumes in ``method_name`` in a new process)."""
+        if self.deferrable:
+            context["ti"].xcom_push(key=STATE_XCOM_KEY, value=state)
+            self.defer_until(target, method_name=method_name,
+                             wait_for_tasks=self.wait_for_tasks, timeout=self.state_timeout,
+                             poll_interval=self.poll_interval)
+        self._wait(target)
+
+    @contextmanager
+    def _restoring_on_failure(self, context: Context, state: dict[str, Any]
+                              ) -> Iterator[None]:
+        """Any failure (not a deferral) restores the snapshot, then propagates."""
+        try:
+            yield
+        except TaskDeferred:
+            raise
+        except BaseException as exc:
+            self._restore(exc, self._snapshot(context), state["initial_state"],
+                          state["offsets_touched"])
+            raise
+
+    def _state(self, context: Context) -> dict[str, Any]:
+        state = context["ti"].xcom_pull(key=STATE_XCOM_KEY)
+        if not isinstance(state, dict):
+            raise KafkaConnectError(f"the runbook state (XCom {STATE_XCOM_KEY!r}) is missing; "
+                                    f"the snapshot is in XCom {SNAPSHOT_XCOM_KEY!r}")
+        return state
+
+    @staticmethod
+    def _snapshot(context: Context) -> list[dict[str, Any]]:
+        return list(context["ti"].xcom_pull(key=SNAPSHOT_XCOM_KEY) or [])
 
     def on_offsets_applied(self, context: Context, offsets: list[dict[str, Any]]) -> None:
         """Called with the offsets read back after the change, before resuming. Override to

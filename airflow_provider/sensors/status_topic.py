@@ -13,6 +13,7 @@ from airflow_provider.assets import TopicAssetsMixin
 from airflow_provider.connector_state import Verdict, check_target_state
 from airflow_provider.events import ConnectorStateEventMixin, connector_failed
 from airflow_provider.exceptions import KafkaConnectError, KafkaConnectTransportError
+from airflow_provider.hooks.status_topic import StatusTopicReader
 from airflow_provider.links import ConnectorStatusLink
 from airflow_provider.status_records import event_payload
 from airflow_provider.triggers.status_topic import StatusTopicTrigger
@@ -61,6 +62,8 @@ class KafkaConnectStatusTopicSensor(ConnectorStateEventMixin, TopicAssetsMixin,
         self.deferrable = deferrable
         self._task_count: int | None = None
         self._resolved = False
+        #: Kept between pokes of one try (poke mode): each poke reads only what is new.
+        self._reader: StatusTopicReader | None = None
 
     # ------------------------------------------------------------------------- checking
 
@@ -97,8 +100,10 @@ class KafkaConnectStatusTopicSensor(ConnectorStateEventMixin, TopicAssetsMixin,
         """Read the topic once: the success payload, None to keep waiting; raises on
         FAILED."""
         target = self._target()
+        if self._reader is None:
+            self._reader = self.kafka_hook.reader(self.connector)
         try:
-            view, caught_up = self.kafka_hook.read_status_view(self.connector)
+            view, caught_up = self._reader.read()
         except KafkaConnectTransportError as exc:  # Kafka down: waited out, like REST
             self.log.warning("%s; retrying", exc)
             return None
@@ -124,6 +129,14 @@ class KafkaConnectStatusTopicSensor(ConnectorStateEventMixin, TopicAssetsMixin,
 
     def execute(self, context: Context) -> Any:
         self._resolved = False  # look the task count up again on every try
+        try:
+            return self._execute(context)
+        finally:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
+    def _execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
         payload = self._check()

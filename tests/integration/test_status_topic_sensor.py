@@ -183,6 +183,37 @@ def test_trigger_sees_a_live_change_after_catching_up(
                                                                  {"0": "PAUSED"})
 
 
+def test_poke_reader_keeps_its_position_between_reads(
+        conn_id: str, kafka_bootstrap: str, status_topic: str) -> None:
+    """Poke mode: the first read catches up from the beginning, later reads fetch only
+    what arrived since (the record count grows by the new records only)."""
+    from airflow_provider.hooks.status_topic import KafkaConnectStatusTopicHook
+
+    name, other = unique_name("poke"), unique_name("other")
+    history = [(f"status-connector-{other}", status_value("RUNNING"))] * 20
+    produce(kafka_bootstrap, status_topic, [*history,
+                                            (f"status-connector-{name}", status_value("RUNNING")),
+                                            (f"status-task-{name}-0", status_value("RUNNING"))])
+    reader = KafkaConnectStatusTopicHook(conn_id).reader(name)
+    try:
+        view, caught_up = reader.read(timeout=30)
+        assert caught_up and view.connector_status is not None
+        assert view.connector_status.state == "RUNNING"
+        first_pass = reader._catch_up.records if reader._catch_up else 0
+        assert first_pass == 22
+        view, _ = reader.read(timeout=30)  # nothing new: no record read again
+        assert reader._catch_up is not None and reader._catch_up.records == first_pass
+        produce(kafka_bootstrap, status_topic, [
+            (f"status-connector-{name}", status_value("PAUSED")),
+            (f"status-task-{name}-0", status_value("PAUSED"))])
+        wait_until(lambda: reader.read(timeout=5)[0].evaluate(
+            "PAUSED", wait_for_tasks=True, expected_tasks=1).verdict.name == "MET",
+            timeout=30, message="the reader seeing PAUSED")
+        assert reader._catch_up is not None and reader._catch_up.records == first_pass + 2
+    finally:
+        reader.close()
+
+
 def test_missing_status_topic_is_a_clear_error(
         kafka_connect_conn: Callable[..., str], kafka_bootstrap: str) -> None:
     missing = unique_name("no-such-status-topic")

@@ -125,3 +125,20 @@ class GenerationConnector(_TestSourceConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         type(self).generations += 1
         return [{"generation": str(type(self).generations)} for _ in range(max_tasks)]
+
+
+class SecondStartHangsTask(IdleSourceTask):
+    """``start()`` hangs on its second call in the worker process and returns on the
+    others: a task that cannot come back once (e.g. after a stop), then can."""
+
+    starts = 0
+
+    def start(self, props: Mapping[str, str]) -> None:
+        type(self).starts += 1
+        if type(self).starts == 2:
+            _FOREVER.wait()
+        super().start(props)
+
+
+class SecondStartHangsConnector(_TestSourceConnector):
+    TASK = SecondStartHangsTask

@@ -3,13 +3,21 @@ hook (the real thing is exercised by tests/integration/test_provider_operators.p
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from airflow.sdk.exceptions import TaskDeferralError, TaskDeferred
 
-from airflow_provider.exceptions import NotFoundError, OffsetsShapeError
+from airflow_provider.exceptions import NotFoundError, OffsetsShapeError, StateTimeoutError
 from airflow_provider.hooks.results import ConnectorOffsets, ConnectorStatus
+from airflow_provider.operators.connectors import (
+    KafkaConnectRestartConnectorOperator,
+    KafkaConnectStopConnectorOperator,
+)
 from airflow_provider.operators.runbook import KafkaConnectOffsetsRunbookOperator
+from airflow_provider.triggers.connector_state import ConnectorStateTrigger
+from airflow_provider.triggers.status_topic import StatusTopicTrigger
 
 SOURCE_OFFSETS = [{"partition": {"filename": "f"}, "offset": {"position": 10}}]
 
@@ -23,6 +31,7 @@ class FakeConnect:
         self.stored = list(SOURCE_OFFSETS if offsets is None else offsets)
         self.calls: list[str] = []
         self.fail_on = fail_on
+        self.settings = SimpleNamespace(bootstrap_servers=None)  # the connection's extras
 
     def _call(self, name: str) -> None:
         self.calls.append(name)
@@ -74,6 +83,9 @@ class FakeTI:
 
     def xcom_push(self, key: str, value: Any) -> None:
         self.xcom[key] = value
+
+    def xcom_pull(self, key: str) -> Any:
+        return self.xcom.get(key)
 
 
 def runbook(fake: FakeConnect, **kwargs: Any) -> KafkaConnectOffsetsRunbookOperator:
@@ -149,3 +161,110 @@ def test_a_failed_restore_is_reported_on_the_original_error() -> None:
         runbook(fake, action="reset").execute({"ti": FakeTI()})
     assert any("Restoring connector 'c' failed too" in note and "broker down" in note
                for note in info.value.__notes__)
+
+
+# --------------------------------------------------------------------------- deferred
+
+
+def _success(target: str) -> dict[str, Any]:
+    return {"status": "success", "connector": "c", "target_state": target, "state": target}
+
+
+def test_deferred_runbook_waits_in_the_triggerer_and_returns_the_same_result() -> None:
+    fake, ti = FakeConnect(), FakeTI()
+    op = runbook(fake, action="reset", deferrable=True)
+    with pytest.raises(TaskDeferred) as stopped:
+        op.execute({"ti": ti})
+    trigger = stopped.value.trigger
+    assert isinstance(trigger, ConnectorStateTrigger) and trigger.target_state == "STOPPED"
+    assert stopped.value.method_name == "execute_stopped" and fake.calls == ["stop"]
+    assert ti.xcom["runbook_state"]["offsets_touched"] is False
+
+    fresh = runbook(fake, action="reset", deferrable=True)  # a new process resumes
+    with pytest.raises(TaskDeferred) as resumed:
+        fresh.execute_stopped({"ti": ti}, _success("STOPPED"))
+    assert resumed.value.trigger.target_state == "RUNNING"
+    assert resumed.value.method_name == "execute_resumed"
+    assert fake.calls == ["stop", "reset", "resume"]
+
+    result = runbook(fake, action="reset", deferrable=True).execute_resumed(
+        {"ti": ti}, _success("RUNNING"))
+    assert (result["before"], result["after"], result["initial_state"]) == (
+        SOURCE_OFFSETS, [], "RUNNING")
+
+
+@pytest.mark.parametrize(("topic_found", "trigger_class"), [
+    (True, StatusTopicTrigger), (False, ConnectorStateTrigger)])
+def test_deferred_waits_follow_the_status_topic_where_it_exists(
+        monkeypatch: pytest.MonkeyPatch, topic_found: bool, trigger_class: type) -> None:
+    checked: list[str] = []
+
+    def check(settings: Any) -> tuple[bool, str]:
+        checked.append(settings.bootstrap_servers)
+        return topic_found, "status topic 'connect-status' does not exist on 127.0.0.1:9092"
+
+    monkeypatch.setattr("airflow_provider.operators._base.check_status_topic", check)
+    fake = FakeConnect()
+    fake.settings = SimpleNamespace(bootstrap_servers="127.0.0.1:9092")
+    with pytest.raises(TaskDeferred) as deferred:
+        runbook(fake, action="reset", deferrable=True).execute({"ti": FakeTI()})
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, trigger_class) and trigger.target_state == "STOPPED"
+    assert trigger.timeout == 1.0 and checked == ["127.0.0.1:9092"]
+    assert deferred.value.timeout.total_seconds() == 61.0  # + the grace for the trigger
+
+
+def test_a_deferred_wait_that_times_out_restores_the_snapshot() -> None:
+    fake, ti = FakeConnect(), FakeTI()
+    op = runbook(fake, action="reset", deferrable=True)
+    with pytest.raises(TaskDeferred):
+        op.execute({"ti": ti})
+    with pytest.raises(TaskDeferred):
+        op.execute_stopped({"ti": ti}, _success("STOPPED"))
+    assert fake.stored == []
+    with pytest.raises(StateTimeoutError, match="not reached") as info:
+        op.execute_resumed({"ti": ti}, {"status": "timeout", "connector": "c",
+                                        "message": "RUNNING not reached within 1 s"})
+    assert fake.stored == SOURCE_OFFSETS and fake.state == "RUNNING"
+    assert any("was restored" in note for note in info.value.__notes__)
+
+
+def test_a_wait_ended_by_airflow_restores_too() -> None:
+    fake, ti = FakeConnect(), FakeTI()
+    op = runbook(fake, action="reset", deferrable=True)
+    with pytest.raises(TaskDeferred):
+        op.execute({"ti": ti})
+    with pytest.raises(TaskDeferralError):
+        op.resume_execution("__fail__", {"error": "Trigger failure"}, {"ti": ti})
+    assert fake.state == "RUNNING" and fake.stored == SOURCE_OFFSETS
+    assert fake.calls[-2:] == ["stop", "resume"]  # offsets were never touched
+
+
+def test_a_failed_event_fails_the_wait_with_the_trace() -> None:
+    fake, ti = FakeConnect(), FakeTI()
+    op = runbook(fake, action="reset", deferrable=True)
+    with pytest.raises(TaskDeferred):
+        op.execute({"ti": ti})
+    with pytest.raises(Exception, match="task 0 FAILED") as info:
+        op.execute_stopped({"ti": ti}, {"status": "failed", "message": "task 0 FAILED",
+                                        "trace": "Traceback ..."})
+    assert getattr(info.value, "trace", None) == "Traceback ..."
+    assert fake.stored == SOURCE_OFFSETS and fake.state == "RUNNING"
+
+
+@pytest.mark.parametrize("operator", [KafkaConnectStopConnectorOperator,
+                                      KafkaConnectRestartConnectorOperator])
+def test_state_change_operators_defer_and_return_the_status_body(operator) -> None:
+    fake = FakeConnect()
+    fake.restart_connector = lambda connector, **kwargs: fake.calls.append("restart")
+    kwargs = {"wait_for_state": True} if operator is KafkaConnectRestartConnectorOperator \
+        else {}
+    op = operator(task_id="t", connector="c", deferrable=True, **kwargs)
+    op.__dict__["hook"] = fake
+    with pytest.raises(TaskDeferred) as deferred:
+        op.execute({"ti": FakeTI()})
+    target = deferred.value.trigger.target_state
+    assert target == ("STOPPED" if operator is KafkaConnectStopConnectorOperator
+                      else "RUNNING")
+    result = op.execute_complete({"ti": FakeTI()}, _success(target))
+    assert result["connector"]["state"] == fake.state

@@ -44,18 +44,40 @@ def view(connector: str = "c", state: str | None = "RUNNING", tasks: dict[int, s
     return v
 
 
-@pytest.fixture
-def topic_reads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+class FakeReader:
     """Each read of the status topic returns the next queued view (caught up)."""
+
+    def __init__(self, queued: list[Any]) -> None:
+        self.queued = queued
+        self.closed = False
+
+    def read(self, timeout: float | None = None) -> tuple[ConnectorStatusView, bool]:
+        item = self.queued.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item, True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def readers() -> list[FakeReader]:
+    return []
+
+
+@pytest.fixture
+def topic_reads(monkeypatch: pytest.MonkeyPatch, readers: list[FakeReader]) -> list[Any]:
+    """Queued views (or errors) for the status-topic reads; one reader per sensor try."""
     queued: list[Any] = []
 
-    def read(hook: KafkaConnectStatusTopicHook, connector: str, **_: Any
-             ) -> tuple[ConnectorStatusView, bool]:
+    def reader(hook: KafkaConnectStatusTopicHook, connector: str) -> FakeReader:
         settings = hook.settings  # the sensor's connection, through the status-topic hook
         assert (settings.bootstrap_servers, settings.status_topic) == ("k:9092", "st")
-        return queued.pop(0), True
+        readers.append(FakeReader(queued))
+        return readers[-1]
 
-    monkeypatch.setattr(KafkaConnectStatusTopicHook, "read_status_view", read)
+    monkeypatch.setattr(KafkaConnectStatusTopicHook, "reader", reader)
     return queued
 
 
@@ -158,10 +180,16 @@ def test_expected_task_count(monkeypatch: pytest.MonkeyPatch, kwargs: dict[str, 
     assert sensor(**kwargs)._expected() == expected
 
 
-def test_unreachable_kafka_is_not_yet(monkeypatch: pytest.MonkeyPatch,
+def test_unreachable_kafka_is_not_yet(topic_reads: list[Any],
                                       context: dict[str, Any]) -> None:
-    def read(*_: Any, **__: Any) -> Any:
-        raise KafkaConnectTransportError("cannot read the status topic: broker down")
-
-    monkeypatch.setattr(KafkaConnectStatusTopicHook, "read_status_view", read)
+    topic_reads.append(KafkaConnectTransportError("cannot read the status topic: broker down"))
     assert sensor(expected_tasks=1).poke(context) is False
+
+
+def test_pokes_share_one_reader_closed_when_the_try_ends(
+        topic_reads: list[Any], readers: list[FakeReader], context: dict[str, Any]) -> None:
+    """Poke mode keeps its position: one reader for every poke of a try, then closed."""
+    topic_reads += [view(tasks={0: "UNASSIGNED"}), view(tasks={0: "RUNNING"})]
+    result = sensor(expected_tasks=1, poke_interval=0, mode="poke").execute(context)
+    assert result["tasks"] == {"0": "RUNNING"} and topic_reads == []
+    assert len(readers) == 1 and readers[0].closed
