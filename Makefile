@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 # and the CPU-heavy modules never run against each other. PYTEST_WORKERS=0: one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: help venv test demo bench lint typecheck clean distclean constraints
+.PHONY: help venv test demo bench lint typecheck clean distclean constraints lower-bound
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -44,6 +44,15 @@ bench: venv  ## run every tests/bench/bench_*.py script (prints and saves figure
 	@scripts="$$(ls tests/bench/bench_*.py 2>/dev/null || true)"; \
 	if [ -z "$$scripts" ]; then echo "no benchmarks found (tests/bench/bench_*.py)"; exit 0; fi; \
 	for script in $$scripts; do echo "== $$script"; $(BIN)/python "$$script" || exit 1; done
+
+# The bottom of pyproject.toml's ranges: a fresh virtualenv in a temporary directory with
+# every direct dependency at its lower bound (the oldest supported Airflow among them) and
+# the project's wheel, then the provider's and the worker's unit tests against it
+# (tests/lower_bound/run.py; PYTEST_WORKERS and PYTEST_ARGS as for `make test`).
+# Downloads are cached in pip's own cache (~/.cache/pip, or PIP_CACHE_DIR), outside git.
+lower-bound: venv  ## prove the declared lower bounds (oldest Airflow 3 + oldest deps)
+	$(BIN)/python tests/lower_bound/run.py --python $(PYTHON) -- \
+	  -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: venv  ## ruff
 	$(BIN)/ruff check $(LINT_PATHS)

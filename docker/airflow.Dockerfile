@@ -6,28 +6,40 @@
 # mode, against the spark-master service). Build from the repository root:
 #
 #   docker build -f docker/airflow.Dockerfile -t connect-plane-airflow .
+#
+# Java for spark-submit: the same JRE as docker/spark.Dockerfile's, copied from the
+# Eclipse Temurin image of one Java major (Spark 4 runs on 17 or 21), so that the driver
+# here and the executors there run the same Java whatever Debian release each base uses.
+FROM eclipse-temurin:17-jre AS java
+
 FROM apache/airflow:3.3.2-python3.11
 
-# spark-submit needs Java (Spark 4 runs on 17 or 21). default-jre-headless is 17 on the
-# image's Debian bookworm and 21 on trixie, so this keeps building if the base image moves
-# on. /data/output is the pipeline-output volume shared with the Spark workers; the
-# directory is created here so the volume starts out owned by airflow (uid 50000, gid 0).
+# /data/output is the pipeline-output volume shared with the Spark workers; the directory
+# is created here so the volume starts out owned by airflow (uid 50000, gid 0), the uid
+# the Spark image's user has too.
 USER root
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends default-jre-headless \
-    && apt-get autoremove -yqq --purge \
-    && apt-get clean \
-    && rm -rf /var/lib/apt/lists/* \
-    && mkdir -p /opt/connect-plane /data/output \
+COPY --from=java /opt/java/openjdk /opt/java/openjdk
+RUN mkdir -p /opt/connect-plane /data/output \
     && chown airflow:root /opt/connect-plane /data/output
+ENV JAVA_HOME=/opt/java/openjdk \
+    PATH="/opt/java/openjdk/bin:${PATH}"
 USER airflow
 
-# Pinned by the project's constraints.txt (which pins apache-airflow==3.3.2, the image's
-# own version, so Airflow itself is left as it is).
+# The image's packages stay as they are: everything already installed (Airflow and its
+# dependencies, at the versions of the image's own constraints) is held at its installed
+# version (pip freeze -> /tmp/image.txt); packages new to the image come at the versions
+# of the project's constraints.txt (/tmp/new.txt). If connect-plane's ranges do not admit
+# what the image has, pip's resolver fails the build -- it never up- or downgrades the
+# image's packages -- and `pip check` fails it on any inconsistency left.
 WORKDIR /opt/connect-plane
 COPY --chown=airflow:root pyproject.toml constraints.txt README.md ./
 COPY --chown=airflow:root worker/ ./worker/
 COPY --chown=airflow:root airflow_provider/ ./airflow_provider/
-RUN pip install --no-cache-dir -c constraints.txt ".[airflow,spark]" \
-    && rm -rf build ./*.egg-info
+RUN pip freeze --all | grep -E '^[A-Za-z0-9._-]+==' > /tmp/image.txt \
+    && awk -F'==' 'function norm(n) { n = tolower(n); gsub(/[-_.]+/, "-", n); return n } \
+         NR == FNR { have[norm($1)] = 1; next } \
+         /^[A-Za-z0-9]/ && !(norm($1) in have)' /tmp/image.txt constraints.txt > /tmp/new.txt \
+    && pip install --no-cache-dir -c /tmp/image.txt -c /tmp/new.txt ".[airflow,spark]" \
+    && pip check \
+    && rm -rf build ./*.egg-info /tmp/image.txt /tmp/new.txt
 WORKDIR /opt/airflow

@@ -11,6 +11,11 @@
 # import pyarrow, confluent-kafka and airflow_provider.spark (the Kafka data source). The
 # official apache/spark images ship Ubuntu's Python 3.10 and none of those packages, so this
 # image runs Spark from the pinned pyspark wheel (it bundles the jars and bin/spark-class).
+#
+# Java: the same JRE as docker/airflow.Dockerfile's (the driver), copied from the Eclipse
+# Temurin image of one Java major (Spark 4 runs on 17 or 21).
+FROM eclipse-temurin:17-jre AS java
+
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -19,8 +24,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
 
+COPY --from=java /opt/java/openjdk /opt/java/openjdk
+ENV JAVA_HOME=/opt/java/openjdk \
+    PATH="/opt/java/openjdk/bin:${PATH}"
+# Spark's launch scripts need ps (procps).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+    && apt-get install -y --no-install-recommends procps \
     && apt-get clean \
     && rm -rf /var/lib/apt/lists/*
 
@@ -31,6 +40,7 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY worker/ ./worker/
 COPY airflow_provider/ ./airflow_provider/
 RUN pip install -c constraints.txt . pyspark pyarrow pandas \
+    && pip check \
     && rm -rf build ./*.egg-info
 
 # Same uid/gid as the airflow user (50000:0): executors write job output into the shared

@@ -22,6 +22,7 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY worker/ ./worker/
 COPY airflow_provider/ ./airflow_provider/
 RUN pip install -c constraints.txt . \
+    && pip check \
     && rm -rf build ./*.egg-info
 
 # Run as an unprivileged user. /data is where file connectors read and write (a named

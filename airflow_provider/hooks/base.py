@@ -11,6 +11,7 @@ optional test transport and the slot of their HTTP client.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Generic, TypeVar
 
 from airflow.sdk import BaseHook
@@ -47,10 +48,13 @@ class KafkaConnectBaseHook(BaseHook):
     async def aget_settings(self) -> ConnectionSettings:
         """The connection's settings, read once from Airflow without blocking the loop:
         ``aget_connection``, and ``aextra_dejson()`` (``extra_dejson`` masks secrets with
-        a blocking call to the supervisor)."""
+        a blocking call to the supervisor; Airflow before 3.3.2 has no ``aextra_dejson``,
+        so there it runs on a thread)."""
         if self._settings is None:
             conn = await self.aget_connection(self.kafka_connect_conn_id)
-            extra = await conn.aextra_dejson()
+            read_extra = getattr(conn, "aextra_dejson", None)
+            extra = (await read_extra() if read_extra is not None
+                     else await asyncio.to_thread(lambda: conn.extra_dejson))
             self._settings = ConnectionSettings.from_connection(conn, extra)
         return self._settings
 

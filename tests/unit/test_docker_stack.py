@@ -1,19 +1,26 @@
 """The ``docker/`` stack, checked structurally: there is no Docker engine on the development
 machines, so nothing is built or started here (docs/docker.md, "What is untested").
 
-``docker/compose.yaml`` is read with ``yaml.safe_load``; the workers' properties files go
-through the worker's own loader and ``DistributedConfig`` (what ``connect-distributed``
-does), and the Airflow connections through Airflow and the hooks that use them.
+``docker/compose.yaml`` is read with ``yaml.safe_load`` and validated against the Compose
+Specification's JSON schema (vendored in ``docker/schema/``: no network at test time); the
+workers' properties files go through the worker's own loader and ``DistributedConfig``
+(what ``connect-distributed`` does), and the Airflow connections through Airflow and the
+hooks that use them. The images must agree on what crosses between them: Python minor
+version (PySpark driver and executors), uid (the shared pipeline-output volume) and Java
+major version (spark-submit and the Spark cluster).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import shlex
+import tomllib
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -26,6 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"
 COMPOSE_FILE = DOCKER / "compose.yaml"
 DOCS = REPO / "docs" / "docker.md"
+COMPOSE_SCHEMA = DOCKER / "schema" / "compose-spec.json"
 
 CONNECT_SERVICES = ("connect-1", "connect-2", "connect-3")
 #: service → {host port: container port}; docs/docker.md documents the same.
@@ -43,6 +51,11 @@ INTERNAL_TOPICS = {"config.storage.topic": "connect-configs",
                    "offset.storage.topic": "connect-offsets",
                    "status.storage.topic": "connect-status"}
 SPARK_MASTER_URL = "spark://spark-master:7077"
+#: The uid of the ``airflow`` user in the apache/airflow images (Airflow's docs: "the
+#: default uid 50000"); the Spark image's user must have it too (pipeline-output volume).
+AIRFLOW_IMAGE_UID = 50000
+#: Java majors Spark 4 runs on.
+SPARK_JAVA_MAJORS = {17, 21}
 
 
 # --- reading the files ----------------------------------------------------------------------
@@ -155,6 +168,25 @@ def _worker_config(service: dict[str, Any]) -> DistributedConfig:
 
 # --- the services ---------------------------------------------------------------------------
 
+def test_compose_file_is_valid_against_the_compose_specification(
+        compose: dict[str, Any]) -> None:
+    schema = json.loads(COMPOSE_SCHEMA.read_text(encoding="utf-8"))
+    # The schema says draft-07 in a spelling jsonschema does not look up ("...draft-07/schema"
+    # without "#"): name the validator instead of letting it fall back to the latest draft.
+    assert "draft-07" in schema["$schema"]
+    jsonschema.Draft7Validator.check_schema(schema)
+    validator = jsonschema.Draft7Validator(schema)
+    errors = sorted(validator.iter_errors(compose), key=lambda e: e.json_path)
+    assert not errors, "\n".join(f"{e.json_path}: {e.message}" for e in errors)
+
+
+def test_compose_schema_is_vendored_with_its_license() -> None:
+    readme = (COMPOSE_SCHEMA.parent / "README.md").read_text(encoding="utf-8")
+    assert re.search(r"commit\s+`[0-9a-f]{40}`", readme), "record the schema's commit"
+    assert "Apache License" in (COMPOSE_SCHEMA.parent / "LICENSE").read_text(encoding="utf-8")
+    assert (COMPOSE_SCHEMA.parent / "NOTICE").is_file()
+
+
 def test_the_stack_has_the_documented_services(compose: dict[str, Any]) -> None:
     assert "version" not in compose  # the Compose spec has no version key
     assert set(compose["services"]) == set(HOST_PORTS)
@@ -224,7 +256,7 @@ def test_kafka_runs_kraft_with_a_network_and_a_host_listener(
     assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == f"{env['KAFKA_NODE_ID']}@kafka:9093"
     advertised = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
     assert advertised == {"PLAINTEXT": "kafka:9092", "EXTERNAL": "127.0.0.1:29092"}
-    assert "localhost:29092" in DOCS.read_text(encoding="utf-8")
+    assert "127.0.0.1:29092" in DOCS.read_text(encoding="utf-8")
     assert str(env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"]) == "1"
     assert str(env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"]) == "1"
     assert "kafka-broker-api-versions.sh" in " ".join(services["kafka"]["healthcheck"]["test"])
@@ -271,6 +303,7 @@ def test_worker_image_runs_connect_distributed_on_the_mounted_file(
     assert "urlopen('http://127.0.0.1:8083/health'" in health_check[2]
     run = " ".join(args for word, args in instructions if word == "RUN")
     assert "pip install -c constraints.txt ." in run
+    assert "pip check" in run
 
 
 # --- images ---------------------------------------------------------------------------------
@@ -301,14 +334,91 @@ def test_dockerfile_copy_sources_exist_and_are_not_ignored(
                     assert not fnmatch.fnmatch(parts[0], pattern), f"{source} ignored"
 
 
-def test_airflow_image_has_the_airflow_and_spark_extras_and_java() -> None:
-    instructions = _instructions(DOCKER / "airflow.Dockerfile")
-    assert instructions[0] == ("FROM", "apache/airflow:3.3.2-python3.11")
+def _stages(dockerfile: Path) -> list[tuple[str, str | None]]:
+    """(image, stage name) of each FROM, in order; the last one is the image built."""
+    out = []
+    for word, args in _instructions(dockerfile):
+        if word == "FROM":
+            parts = [p for p in args.split() if not p.startswith("--")]
+            out.append((parts[0], parts[2] if len(parts) == 3 else None))
+    return out
+
+
+def _java_major(dockerfile: Path) -> int:
+    """The Java major of the JRE the image copies from its ``eclipse-temurin`` stage (and
+    puts first on PATH as JAVA_HOME)."""
+    stages = {name: image for image, name in _stages(dockerfile) if name}
+    instructions = _instructions(dockerfile)
+    copies = [_exec_form(args) for word, args in instructions if word == "COPY"
+              and args.startswith("--from=")]
+    assert len(copies) == 1, f"{dockerfile.name}: one COPY --from=<java stage>"
+    stage = copies[0][0].removeprefix("--from=")
+    match = re.fullmatch(r"eclipse-temurin:(\d+)-jre(-[a-z]+)?", stages[stage])
+    assert match, f"{dockerfile.name}: the Java stage is {stages[stage]}"
+    assert copies[0][1:] == ["/opt/java/openjdk", "/opt/java/openjdk"]
+    env = " ".join(args for word, args in instructions if word == "ENV")
+    assert "JAVA_HOME=/opt/java/openjdk" in env
+    assert 'PATH="/opt/java/openjdk/bin:${PATH}"' in env
     run = " ".join(args for word, args in instructions if word == "RUN")
-    assert 'pip install --no-cache-dir -c constraints.txt ".[airflow,spark]"' in run
-    assert "jre-headless" in run
+    assert "jre" not in run and "jdk" not in run, f"{dockerfile.name}: a second Java"
+    return int(match.group(1))
+
+
+def _python_minor(image: str) -> str:
+    match = re.search(r"python:?(3\.\d+)", image)
+    assert match, f"no Python version in the image tag {image}"
+    return match.group(1)
+
+
+def test_airflow_image_has_the_airflow_and_spark_extras_and_java() -> None:
+    dockerfile = DOCKER / "airflow.Dockerfile"
+    instructions = _instructions(dockerfile)
+    assert _stages(dockerfile)[-1] == ("apache/airflow:3.3.2-python3.11", None)
+    run = " ".join(args for word, args in instructions if word == "RUN")
+    # The image's own packages are held at their installed versions (pip freeze as
+    # constraints); new ones come from constraints.txt; conflicts fail the build.
+    assert "pip freeze --all" in run
+    assert '-c /tmp/image.txt -c /tmp/new.txt ".[airflow,spark]"' in run
+    assert "--upgrade" not in run and "--force-reinstall" not in run
+    assert run.index("pip install") < run.index("pip check")
+    assert _java_major(dockerfile) in SPARK_JAVA_MAJORS
     users = [args for word, args in instructions if word == "USER"]
     assert users[-1] == "airflow"
+
+
+def test_images_agree_on_python_uid_and_java(services: dict[str, dict[str, Any]]) -> None:
+    """Driver (airflow) and executors (spark-*) exchange pickled Python and run one Java
+    cluster; they share the pipeline-output volume. The worker image runs the same
+    Python as the others."""
+    requires = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    python = re.search(r">=\s*(3\.\d+)", requires["project"]["requires-python"])
+    assert python
+    dockerfiles = {_dockerfile(service) for service in services.values()} - {None}
+    for dockerfile in dockerfiles:
+        assert dockerfile is not None
+        assert _python_minor(_stages(dockerfile)[-1][0]) == python.group(1), dockerfile.name
+    spark_images = {_dockerfile(services[name]) for name in
+                    ("airflow", "spark-master", "spark-worker")}
+    assert spark_images == {DOCKER / "airflow.Dockerfile", DOCKER / "spark.Dockerfile"}
+    assert _java_major(DOCKER / "airflow.Dockerfile") == _java_major(DOCKER / "spark.Dockerfile")
+    # The Spark image's user has the Airflow image's uid and gid 0.
+    instructions = _instructions(DOCKER / "spark.Dockerfile")
+    run = " ".join(args for word, args in instructions if word == "RUN")
+    user = [args for word, args in instructions if word == "USER"][-1]
+    assert re.search(rf"useradd --uid {AIRFLOW_IMAGE_UID} --gid 0 .* {user}(\s|$)", run)
+    assert [args for word, args in _instructions(DOCKER / "airflow.Dockerfile")
+            if word == "USER"][-1] == "airflow"
+
+
+def test_docs_name_127_0_0_1_for_ports_published_on_ipv4_only() -> None:
+    """Host ports are published on 127.0.0.1 only; ``localhost`` may resolve to ::1 first,
+    where nothing listens."""
+    published = {port for ports in HOST_PORTS.values() for port in ports}
+    for path in (DOCS, REPO / "README.md", COMPOSE_FILE):
+        text = path.read_text(encoding="utf-8")
+        bad = [m.group(0) for m in re.finditer(r"localhost:(\d+)", text)
+               if int(m.group(1)) in published]
+        assert not bad, f"{path.name}: use 127.0.0.1 for {bad}"
 
 
 # --- Airflow and Spark ----------------------------------------------------------------------

@@ -8,7 +8,9 @@ every hook method with its request and a well-formed answer of Kafka Connect.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,3 +245,22 @@ ENDPOINTS = [
     _e("get_cluster", (), "GET", "/admin/cluster", answer=CLUSTER),
     _e("get_cluster", (), "GET", "/admin/cluster", answer={"leader_url": None, "members": []}),
 ]
+
+
+def off_the_loop(connection_class: type) -> Any:
+    """``extra_dejson`` that fails when the provider reads it on the event loop (it masks
+    secrets with a blocking call): aextra_dejson() where Airflow has it (3.3.2+), else a
+    thread. Airflow's own reads (its secrets backends, before 3.3.2) are left alone."""
+    original = connection_class.extra_dejson
+
+    def extra(conn: Any) -> Any:
+        caller = sys._getframe(1).f_code.co_filename
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return original.fget(conn)
+        if "airflow_provider" not in caller:
+            return original.fget(conn)
+        raise AssertionError("extra_dejson read on the event loop")
+
+    return extra

@@ -39,6 +39,7 @@ from tests.unit.airflow_provider.hooks._fakes import (
     answer_response,
     as_json,
     error,
+    off_the_loop,
 )
 from tests.unit.airflow_provider.hooks._tls import Pki
 
@@ -76,13 +77,9 @@ def test_settings_are_read_with_aget_connection(conn_id: str,
     def blocking_lookup(conn_id: str) -> Any:
         raise AssertionError("the async hook must not use the blocking get_connection")
 
-    def blocking_extra(conn: Connection) -> Any:
-        raise AssertionError("extra_dejson masks secrets with a blocking call: use "
-                             "aextra_dejson()")
-
     monkeypatch.setattr(BaseHook, "get_connection", classmethod(
         lambda cls, conn_id: blocking_lookup(conn_id)))
-    monkeypatch.setattr(Connection, "extra_dejson", property(blocking_extra))
+    monkeypatch.setattr(Connection, "extra_dejson", property(off_the_loop(Connection)))
     hook = KafkaConnectAsyncHook(conn_id)
     with pytest.raises(RuntimeError, match="aget_settings"):
         _ = hook.settings

@@ -27,6 +27,7 @@ from airflow_provider.hooks.status_topic import (
     reader_config,
 )
 from airflow_provider.status_records import ConnectorStatusView
+from tests.unit.airflow_provider.hooks._fakes import off_the_loop
 
 # Bytes of Kafka's JsonConverter (schemas.enable=false), as KafkaStatusBackingStore writes.
 RUNNING_V = b'{"state":"RUNNING","trace":null,"worker_id":"10.0.0.1:8083","generation":3}'
@@ -163,7 +164,7 @@ def test_async_lookup_never_blocks(kafka_conn: str, monkeypatch: pytest.MonkeyPa
         raise AssertionError("a blocking lookup on the event loop")
 
     monkeypatch.setattr(BaseHook, "get_connection", classmethod(blocking))
-    monkeypatch.setattr(Connection, "extra_dejson", property(blocking))
+    monkeypatch.setattr(Connection, "extra_dejson", property(off_the_loop(Connection)))
     hook = KafkaConnectStatusTopicHook(kafka_conn)
     watch = asyncio.run(hook.awatch("my-conn"))
     assert isinstance(watch, StatusTopicWatch) and watch.view.connector == "my-conn"
