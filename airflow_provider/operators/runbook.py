@@ -52,8 +52,8 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
     fails with the original error (notes on the error tell how the restore went).
 
     With ``deferrable`` (default: Airflow's ``[operators] default_deferrable``) the waits
-    of steps 4 and 6 run in the triggerer — on the status topic when the connection has
-    ``bootstrap_servers``, else over REST — and the task resumes in a new process with
+    of steps 4 and 6 run in the triggerer — on the status topic when the connection's
+    ``bootstrap_servers`` hold it, else over REST — and the task resumes in a new process with
     its progress from XCom ``runbook_state``; a wait that fails, times out in the
     triggerer or is ended by Airflow's deferral timeout restores the snapshot the same
     way (the restore itself runs in the task, not deferred).
