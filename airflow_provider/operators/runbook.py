@@ -45,7 +45,9 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
     4. ``PUT .../stop`` and wait for STOPPED (skipped if already stopped).
     5. ``DELETE .../offsets`` (``reset``) or ``PATCH .../offsets`` (``alter``).
     6. ``PUT .../resume`` and wait for RUNNING with every task (``resume=False``: stay
-       STOPPED), then emit Asset events for the connector's topics.
+       STOPPED), then, for a source connector, emit Asset events for the topics it writes
+       (a sink's topics are what it reads: moving its offsets adds nothing to them, so
+       the DAGs scheduled on them are not started).
 
     If any step from 4 on fails, the connector is stopped, its offsets are reset and the
     snapshot written back, it is returned to the state it had at step 1, and the task
@@ -154,7 +156,7 @@ class KafkaConnectOffsetsRunbookOperator(KafkaConnectBaseOperator):
         return self._finish(context, state)
 
     def _finish(self, context: Context, state: dict[str, Any]) -> dict[str, Any]:
-        if self.resume and self.emit_topic_assets:
+        if self.resume and self.emit_topic_assets and state["type"] != "sink":
             self.emit_active_topics(context)
         return {"connector": self.connector, "type": state["type"],
                 "action": state["action"], "initial_state": state["initial_state"],

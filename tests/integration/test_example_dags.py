@@ -236,8 +236,8 @@ def skip_poison_record(airflow_dag, connector: str, topic: str, poison_offset: i
         "poison_offset": poison_offset})
 
 
-def test_skip_poison_record_resumes_the_sink_after_it(worker, airflow_dag,
-                                                      poisoned_sink) -> None:
+def test_skip_poison_record_resumes_the_sink_after_it(worker, airflow_dag, poisoned_sink,
+                                                      kafka_bootstrap: str) -> None:
     name, topic, out = poisoned_sink
     dag_run = skip_poison_record(airflow_dag, name, topic, 2)
     assert task_states(dag_run) == {"check_position": "success",
@@ -251,6 +251,9 @@ def test_skip_poison_record_resumes_the_sink_after_it(worker, airflow_dag,
     assert "'order_id': 'o-4'" in out.read_text().splitlines()[2]
     status = worker.client.get(f"{path(name)}/status").json()
     assert [t["state"] for t in status["tasks"]] == ["RUNNING"]
+    # The sink's topic is its input: nothing new in it, no Asset event to start the
+    # pipelines scheduled on it.
+    assert asset_events(f"kafka://{kafka_bootstrap.split(',')[0]}/{topic}") == []
 
 
 def test_skip_poison_record_refuses_an_offset_already_passed(worker, airflow_dag,
