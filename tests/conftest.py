@@ -161,7 +161,7 @@ def unique_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
 #: jobs, the whole demo): under ``make test``'s two xdist processes they run one after
 #: another in one process, beside the waiting-bound rest, never against each other.
 CPU_HEAVY_MODULES = frozenset({"test_demo.py", "test_distributed_bounce.py",
-                               "test_example_dags.py"})
+                               "test_example_dags.py", "test_airflow_processes.py"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -20,7 +20,15 @@
    without a restart, and a connector created from it publishes.
 
 Everything lives in ``.demo/`` (``--dir``), wiped at start; logs in ``.demo/logs/``.
-Usage: ``python -m dags.demo [--dir DIR] [--keep-running]`` from the repository root.
+Usage: ``python -m dags.demo [--dir DIR] [--keep-running] [--airflow [--spark local]]``
+from the repository root.
+
+``--airflow`` tells the same story on Airflow's own processes instead of ``dag.test()``:
+api-server, scheduler, dag-processor and triggerer (LocalExecutor, SQLite) load ``dags/``;
+the scheduler starts the scheduled DAGs and the Asset-triggered pipeline runs, every wait
+is deferred to the triggerer, and ``orders_pipeline`` runs on a Spark standalone cluster
+(``--spark local``: local mode). Afterwards everything keeps running and the Airflow UI's
+URL and login are printed, until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -48,6 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep-running", action="store_true",
                         help="leave the worker and broker running after the story, until "
                              "Ctrl-C")
+    parser.add_argument("--airflow", action="store_true",
+                        help="run the DAGs on Airflow's own processes (api-server, "
+                             "scheduler, dag-processor, triggerer) and keep its UI up")
+    parser.add_argument("--spark", choices=("standalone", "local"), default="standalone",
+                        help="with --airflow: where orders_pipeline's Spark job runs "
+                             "(default: a standalone cluster started from pyspark)")
     args = parser.parse_args(argv)
     directory = args.dir.resolve()
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -56,13 +70,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from dags.demo.story import Console, Story, prepare
 
+    airflow = None
+    if args.airflow:
+        from dags.demo.live_airflow import LiveAirflow
+
+        airflow = LiveAirflow(directory, spark=args.spark)
     prepare(directory)
     console = Console(directory / "logs" / "airflow.log")
     console.say("connect-plane demo: Kafka Connect + Airflow + Spark, on embedded defaults")
     console.say(f"Directory: {directory} (wiped)\n")
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        return Story(directory, console).run(keep_running=args.keep_running)
+        return Story(directory, console, airflow).run(
+            keep_running=args.keep_running or args.airflow)
     except KeyboardInterrupt:
         console.say("\nInterrupted; the worker and the broker were stopped.")
         return 130

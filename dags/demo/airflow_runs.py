@@ -1,10 +1,11 @@
-"""Airflow for the demo: its own home and SQLite database, the repository's ``dags/``
+"""Airflow for ``make demo``: its own home and SQLite database, the repository's ``dags/``
 folder, and DAG runs through ``dag.test()`` — the way the tests run them.
 
 :func:`configure` sets the environment and must run before anything imports ``airflow``.
 No scheduler runs: where a scheduler would start a run queued by an Asset event
-(``airflow_provider.testing.queued_asset_runs`` shows it), the demo starts it with
-:func:`run_dag` and says so.
+(``airflow_provider.testing.queued_asset_runs`` shows it), :class:`DagTestAirflow` starts
+it with :func:`run_dag` and says so. ``python -m dags.demo --airflow`` runs the same story
+on Airflow's own processes instead (``dags/demo/live_airflow.py``).
 """
 
 from __future__ import annotations
@@ -16,20 +17,27 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dags.demo.stack import Stack
 
 DAGS_FOLDER = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
 class DagResult:
-    """A finished DAG run: its id, ``{task_id: state}`` and each task's return value."""
+    """A finished DAG run: its id, ``{task_id: state}`` and each task's return value;
+    ``note``: what the story says about how the run came about (or ``""``); ``seen``:
+    every state each task was seen in, in order (real processes only)."""
 
     run_id: str
     states: dict[str, str | None]
     returned: dict[str, Any]
+    note: str = ""
+    seen: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def succeeded(self) -> bool:
@@ -111,3 +119,61 @@ def run_dag(dag_id: str, *, conf: Mapping[str, Any] | None = None,
     states = task_states(dag_run)
     return DagResult(dag_run.run_id, states,
                      {task_id: xcom(dag_run, task_id) for task_id in states})
+
+
+PIPELINE = "orders_pipeline"
+#: The pipeline's first run (its run id is manual__<this>); later runs an hour apart.
+FIRST_RUN = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+
+
+class DagTestAirflow:
+    """The story's Airflow through ``dag.test()``: no scheduler, so the demo starts the
+    pipeline runs that Asset events queue, and says so."""
+
+    def __init__(self, directory: Path) -> None:
+        self.home = directory / "airflow"
+        self._runs: dict[str, datetime.datetime] = {}
+        self.timings: dict[str, float] = {}  # nothing measured: no real processes
+
+    def describe(self) -> str:
+        return f"Airflow (SQLite in {self.home}, DAGs from {DAGS_FOLDER})"
+
+    def start(self, stack: Stack, output: Path) -> list[str]:
+        configure(self.home, connect_url=stack.url, bootstrap=stack.bootstrap,
+                  output=output, tls_dir=stack.tls_dir)
+        migrate()
+        return []
+
+    def run_dag(self, dag_id: str, conf: Mapping[str, Any] | None = None, *,
+                scheduled: bool = False) -> DagResult:
+        """Run ``dag_id`` now (``scheduled``: the run its schedule would start, with the
+        DAG's default params — ``dag.test()`` runs that the same way)."""
+        return run_dag(dag_id, conf=conf)
+
+    def pipeline(self, emitted_by: str, bootstrap: str, topic: str) -> DagResult:
+        """The ``orders_pipeline`` run that ``emitted_by``'s Asset event queued: checked
+        to be queued, then run with ``dag.test()``."""
+        from airflow_provider.assets import topic_asset_uri
+        from airflow_provider.testing import asset_events, queued_asset_runs
+
+        uri = topic_asset_uri(topic, bootstrap_servers=bootstrap)
+        events, queued = asset_events(uri), queued_asset_runs(PIPELINE)
+        if not events or events[-1]["source_task_id"] != emitted_by or uri not in queued:
+            raise RuntimeError(f"{emitted_by} did not emit the Asset event {uri} that "
+                               f"schedules {PIPELINE} (events: {events}, queued: {queued})")
+        when = FIRST_RUN + datetime.timedelta(hours=len(self._runs))
+        result = run_dag(PIPELINE, when=when)
+        self._runs[result.run_id] = when
+        note = (f"→ Asset event {uri} from {emitted_by}: Airflow queued a run of {PIPELINE}"
+                "\n    (no scheduler runs in the demo: it starts that run itself)")
+        return DagResult(result.run_id, result.states, result.returned, note)
+
+    def rerun(self, first: DagResult) -> DagResult:
+        """``first`` cleared and run again (same run id)."""
+        return run_dag(PIPELINE, when=self._runs[first.run_id])
+
+    def ui(self) -> list[str]:
+        return []
+
+    def stop(self) -> list[str]:
+        return []

@@ -7,24 +7,25 @@ stdout.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from dags.demo import airflow_runs
+from dags.demo.airflow_runs import DagResult, DagTestAirflow
 from dags.demo.stack import ARCHIVE, SOURCE, TOPIC, Stack, StackError, order_lines, wait_for
 
+if TYPE_CHECKING:
+    from dags.demo.live_airflow import LiveAirflow
+
 FIRST_ORDERS, POISON_LINE, REPLAY_FROM, LATE_ORDERS = 100, 37, 81, 30
-#: The pipeline's first run (its run id is manual__<this>), re-run in chapter 6.
-FIRST_RUN = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 _POISON = re.compile(r"the record at offset (\d+) of (.+)-(\d+) failed")
 
 
@@ -59,12 +60,16 @@ class Console:
 
 
 class Story:
-    """One run of the demo; :meth:`run` returns the exit code."""
+    """One run of the demo; :meth:`run` returns the exit code. ``airflow``: how DAGs run —
+    ``dag.test()`` (the default, ``make demo``) or Airflow's own processes
+    (:class:`dags.demo.live_airflow.LiveAirflow`, ``--airflow``)."""
 
-    def __init__(self, directory: Path, console: Console) -> None:
+    def __init__(self, directory: Path, console: Console,
+                 airflow: DagTestAirflow | LiveAirflow | None = None) -> None:
         self.dir = directory
         self.out = console
         self.stack = Stack(directory)
+        self.airflow = airflow or DagTestAirflow(directory)
         self.output = directory / "pipeline"
         self.say = console.say
 
@@ -73,13 +78,17 @@ class Story:
             self._kafka_and_connect()
             self._airflow()
             self.say("\n[3/8] The Spark pipeline downstream of the connector")
-            first = self._pipeline(FIRST_RUN, "first run", show_totals=True)
+            first = self._pipeline("source_running", "first run", show_totals=True)
             self._skip_poison_record()
             self._replay()
             self._rerun(first)
             self._rotate_certificate()
             self._third_party_plugin()
             self._where_things_are()
+            if self.airflow.timings:
+                (self.dir / "airflow-timings.json").write_text(
+                    json.dumps(self.airflow.timings, indent=2, sort_keys=True) + "\n",
+                    encoding="utf-8")
             if keep_running:
                 self._wait_for_ctrl_c()
             return 0
@@ -93,8 +102,10 @@ class Story:
                      f"{self.out.log_path})")
             return 1
         finally:
-            self.say("\nStopping the worker (SIGTERM) and the broker:")
-            for line in self.stack.stop():
+            self.say("\nStopping Airflow, the worker (SIGTERM) and the broker:")
+            with self.out.quiet(), _signals_deferred():
+                said = self.airflow.stop() + self.stack.stop()
+            for line in said:
                 self.say(f"  {line}")
 
     # ------------------------------------------------------------------ chapters
@@ -119,22 +130,27 @@ class Story:
         self.say(f"  {ARCHIVE}: task FAILED — {reason[:150]}")
 
     def _airflow(self) -> None:
-        home = self.dir / "airflow"
-        self.say(f"\n[2/8] Airflow (SQLite in {home}, DAGs from {airflow_runs.DAGS_FOLDER})")
-        airflow_runs.configure(home, connect_url=self.stack.url, bootstrap=self.stack.bootstrap,
-                               output=self.output, tls_dir=self.stack.tls_dir)
+        self.say(f"\n[2/8] {self.airflow.describe()}")
         with self.out.quiet():
-            airflow_runs.migrate()
-            check = airflow_runs.run_dag("orders_source_check")
+            said = self.airflow.start(self.stack, self.output)
+        for line in said:
+            self.say(f"  {line}")
+        with self.out.quiet():
+            check = self.airflow.run_dag("orders_source_check", scheduled=True)
         self._expect(check, "orders_source_check")
-        self._announce_queued_run("source_running")
 
-    def _pipeline(self, when: datetime.datetime, label: str, *,
-                  show_totals: bool = False) -> dict[str, Any]:
-        self.say(f"  orders_pipeline ({label}, Spark local[2] via SparkSubmitOperator)...")
+    def _pipeline(self, emitted_by: str, label: str, *,
+                  show_totals: bool = False) -> DagResult:
+        """The ``orders_pipeline`` run the Asset event of task ``emitted_by`` queued."""
         with self.out.quiet():
-            result = airflow_runs.run_dag("orders_pipeline", when=when)
-        self._expect(result, "orders_pipeline")
+            result = self.airflow.pipeline(emitted_by, self.stack.bootstrap, TOPIC)
+        return self._pipeline_done(result, label, show_totals=show_totals)
+
+    def _pipeline_done(self, result: DagResult, label: str, *,
+                       show_totals: bool = False) -> DagResult:
+        if result.note:
+            self.say(f"  {result.note}")
+        self._expect(result, f"orders_pipeline ({label}, SparkSubmitOperator)")
         summary = result.returned["report"]
         self.say(f"    run {result.run_id}: offsets {_offsets(summary)}")
         self.say(f"    {summary['records_read']} records read, {summary['records_dropped']} "
@@ -148,7 +164,7 @@ class Story:
             for row in read_output(summary["output"])[0].to_pylist():
                 self.say(f"      {row['customer']:<9} {row['currency']:<8} {row['orders']:>7}"
                          f"  {row['total_amount']:>9.2f}")
-        return summary
+        return result
 
     def _skip_poison_record(self) -> None:
         failed = self._failed_task(ARCHIVE)
@@ -162,7 +178,7 @@ class Story:
         self.say(f"\n[4/8] kafka_connect_skip_poison_record: the trace names offset {offset} "
                  f"of {topic}-{partition}")
         with self.out.quiet():
-            result = airflow_runs.run_dag("kafka_connect_skip_poison_record", conf={
+            result = self.airflow.run_dag("kafka_connect_skip_poison_record", conf={
                 "connector": ARCHIVE, "topic": topic, "partition": partition,
                 "poison_offset": offset})
         self._expect(result, "kafka_connect_skip_poison_record")
@@ -184,17 +200,16 @@ class Story:
         offsets = [{"partition": {"filename": str(self.stack.orders_file)},
                     "offset": {"position": position}}]
         with self.out.quiet():
-            result = airflow_runs.run_dag("kafka_connect_replay_source", conf={
+            result = self.airflow.run_dag("kafka_connect_replay_source", conf={
                 "connector": SOURCE, "action": "alter", "offsets": offsets})
         self._expect(result, "kafka_connect_replay_source")
         self.stack.wait_published("the replayed lines")
         before = result.returned["replay"]["before"][0]["offset"]["position"]
         self.say(f"  replay: stop → position {before} → {position} → resume; "
                  f"{FIRST_ORDERS - REPLAY_FROM + 1} records published again")
-        self._announce_queued_run("replay")
-        self._pipeline(FIRST_RUN + datetime.timedelta(hours=1), "second run")
+        self._pipeline("replay", "second run")
 
-    def _rerun(self, first: dict[str, Any]) -> None:
+    def _rerun(self, first_run: DagResult) -> None:
         from dags.pipelines.orders_job import read_output, same_output
 
         self.say(f"\n[6/8] {LATE_ORDERS} late orders arrive; then the first run is re-run")
@@ -204,8 +219,11 @@ class Story:
         self.stack.wait_published("the late orders")
         self.say(f"  {SOURCE} published them: the topic now holds "
                  f"{FIRST_ORDERS + (FIRST_ORDERS - REPLAY_FROM + 1) + LATE_ORDERS} records")
+        first = first_run.returned["report"]
         written = read_output(first["output"])
-        again = self._pipeline(FIRST_RUN, "first run, cleared and re-run")
+        with self.out.quiet():
+            rerun = self.airflow.rerun(first_run)
+        again = self._pipeline_done(rerun, "first run, cleared and re-run").returned["report"]
         if not same_output(read_output(again["output"]), written) or (
                 _offsets(again) != _offsets(first)):
             raise AssertionError("the re-run read other records or wrote other output")
@@ -221,8 +239,9 @@ class Story:
         self.say(f"\n[7/8] kafka_connect_certificate_rotation: the worker's HTTPS certificate "
                  f"at {url} expires in {before.days_left():.0f} days")
         with self.out.quiet():
-            result = airflow_runs.run_dag("kafka_connect_certificate_rotation",
-                                          conf={"days_before_expiry": 30})
+            # The DAG's default params: rotate what expires within 30 days.
+            result = self.airflow.run_dag("kafka_connect_certificate_rotation",
+                                          scheduled=True)
         self._expect(result, "kafka_connect_certificate_rotation")
         made, report = result.returned["create_keystore"], result.returned["verify"]
         after = served_certificate(url, trust)
@@ -266,7 +285,9 @@ class Story:
         self.say(f"  creating {name}: HTTP 400 {message[:110]}...")
         conf = {"plugin_path": [str(stack.plugin_path)]}
         with self.out.quiet():
-            result = airflow_runs.run_dag("kafka_connect_plugin_manifest_sync", conf=conf)
+            # Its default plugin_path is the worker's (CONNECT_PLANE_PLUGIN_PATH).
+            result = self.airflow.run_dag("kafka_connect_plugin_manifest_sync", conf=conf,
+                                          scheduled=True)
         self._expect(result, "kafka_connect_plugin_manifest_sync")
         self.say("  the dry run's plan, then written by sync:")
         for change in result.returned["plan"]["changes"]:
@@ -295,7 +316,7 @@ class Story:
         version = stack.plugin_versions().get(acme.CONNECTOR_CLASS)
         self.say(f"  GET /connector-plugins: {acme.CONNECTOR_CLASS} {version}")
         with self.out.quiet():
-            again = airflow_runs.run_dag("kafka_connect_plugin_manifest_sync", conf=conf)
+            again = self.airflow.run_dag("kafka_connect_plugin_manifest_sync", conf=conf)
         self._expect(again, "kafka_connect_plugin_manifest_sync (next night)")
         if again.returned["plan"]["changes"] or again.states["sync"] != "skipped":
             raise AssertionError(f"the second run planned changes: {again.returned['plan']}")
@@ -320,8 +341,10 @@ class Story:
                  f"  curl -s '{url}/connectors?expand=status'\n"
                  f"  curl -s {url}/connectors/{SOURCE}/offsets\n"
                  f"  curl -s {url}/connectors/{SOURCE}/topics\n"
-                 f"  curl -s --cacert {self.stack.ca_cert} {self.stack.https_url}/admin/worker\n"
-                 "Ctrl-C stops it.")
+                 f"  curl -s --cacert {self.stack.ca_cert} {self.stack.https_url}/admin/worker")
+        for line in self.airflow.ui():
+            self.say(line)
+        self.say("Ctrl-C stops it all.")
         try:
             wait_for(lambda: not (self.stack.worker and self.stack.worker.is_running),
                      "Ctrl-C", timeout=float("inf"), interval=1.0)
@@ -335,28 +358,31 @@ class Story:
         tasks = self.stack.status(name).get("tasks", [])
         return tasks[0] if tasks and tasks[0]["state"] == "FAILED" else None
 
-    def _expect(self, result: airflow_runs.DagResult, dag_id: str) -> None:
+    def _expect(self, result: DagResult, dag_id: str) -> None:
         if not result.succeeded:
             raise RuntimeError(f"{dag_id} run {result.run_id} did not succeed: {result.states}; "
                                f"see {self.out.log_path}")
         tasks = ", ".join(f"{task}={state}" for task, state in result.states.items())
         self.say(f"  {dag_id}: {tasks}")
+        if result.note and not dag_id.startswith("orders_pipeline"):
+            self.say(f"    ({result.note})")
+        for task, states in result.seen.items():
+            if "deferred" in states:  # the waits ran in the triggerer, not in a worker slot
+                self.say(f"    {task}: {' → '.join(states)}")
 
-    def _announce_queued_run(self, task_id: str) -> None:
-        """Check that ``task_id`` just emitted the topic's Asset event and that it queued a
-        run of ``orders_pipeline``."""
-        from airflow_provider.assets import topic_asset_uri
-        from airflow_provider.testing import asset_events, queued_asset_runs
 
-        uri = topic_asset_uri(TOPIC, bootstrap_servers=self.stack.bootstrap)
-        with self.out.quiet():
-            events, queued = asset_events(uri), queued_asset_runs("orders_pipeline")
-        if not events or events[-1]["source_task_id"] != task_id or uri not in queued:
-            raise RuntimeError(f"{task_id} did not emit the Asset event {uri} that schedules "
-                               f"orders_pipeline (events: {events}, queued: {queued})")
-        self.say(f"  → Asset event {uri} from {task_id}: Airflow queued a run of "
-                 "orders_pipeline\n    (no scheduler runs in the demo: it starts that run "
-                 "itself)")
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait while the demo stops what it started (bounded: every stop
+    has its timeout): an interrupted stop would leave processes behind in their own
+    sessions."""
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT,
+                                                                    signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _offsets(summary: dict[str, Any]) -> str:

@@ -5,7 +5,9 @@ fault tests, and KIP-875 hook variants for the offsets tests."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from worker.api import ConnectException, SourceConnector, SourceRecord, SourceTask
@@ -142,3 +144,30 @@ class SecondStartHangsTask(IdleSourceTask):
 
 class SecondStartHangsConnector(_TestSourceConnector):
     TASK = SecondStartHangsTask
+
+
+#: The longest a gated task waits for its gate (a test that forgets it must not hang).
+GATE_TIMEOUT_S = 300.0
+
+
+class GatedStartTask(IdleSourceTask):
+    """``start()`` returns once the file named by ``gate.file`` exists (polled every
+    50 ms, at most :data:`GATE_TIMEOUT_S`): a task the test lets start when it chooses."""
+
+    def start(self, props: Mapping[str, str]) -> None:
+        gate, deadline = Path(props["gate.file"]), time.monotonic() + GATE_TIMEOUT_S
+        while not gate.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        super().start(props)
+
+
+class GatedStartConnector(_TestSourceConnector):
+    """Tasks of :class:`GatedStartTask`, given the connector's ``gate.file``."""
+
+    TASK = GatedStartTask
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self._gate = props["gate.file"]
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{"gate.file": self._gate} for _ in range(max_tasks)]
