@@ -164,10 +164,15 @@ CPU_HEAVY_MODULES = frozenset({"test_demo.py", "test_distributed_bounce.py",
                                "test_example_dags.py", "test_airflow_processes.py"})
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With pytest-xdist's ``--dist loadgroup``: one scheduling group per test module (its
     module-scoped workers start once), one for the Spark tests (one Spark session) and one
-    for :data:`CPU_HEAVY_MODULES`."""
+    for :data:`CPU_HEAVY_MODULES`.
+
+    ``tryfirst``: xdist's own hook turns the ``xdist_group`` marks into the node ids'
+    ``@group`` suffix its scheduler reads; run after it, the marks are ignored and every
+    test is scheduled on its own."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
@@ -178,6 +183,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         else:
             group = str(item.path)
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Fail fast when xdist ignores the groups (it did, silently, with pytest 9.2 and
+    xdist 3.8: module-scoped workers then start once per test and the CPU-heavy modules
+    run against each other)."""
+    if not getattr(session.config.option, "loadgroup", False) or not session.items:
+        return
+    ungrouped = [item.nodeid for item in session.items if "@" not in item.nodeid]
+    if ungrouped:
+        raise pytest.UsageError(
+            f"--dist loadgroup is not grouping tests (e.g. {ungrouped[0]}): this pytest "
+            "and pytest-xdist do not work together; use the versions in constraints.txt")
 
 
 StandaloneWorkerFactory = Callable[..., WorkerProcess]
