@@ -9,9 +9,12 @@
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
+
+import httpx
 
 from tests.support import WorkerProcess, wait_until
 
@@ -86,3 +89,16 @@ def generator_config(topic: str, tasks: int, **extra: object) -> dict[str, str]:
               "value.converter": "org.apache.kafka.connect.storage.StringConverter"}
     config.update({k: str(v) for k, v in extra.items()})
     return config
+
+
+def post_retrying_conflicts(api: httpx.Client, path: str, *, timeout: float = 30.0,
+                            **kwargs: Any) -> httpx.Response:
+    """POST as Kafka Connect's clients do: a 409 ("Cannot complete request momentarily
+    due to stale configuration": a rebalance is under way) is retried, for ``timeout``
+    seconds at most; any other answer is returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = api.post(path, **kwargs)
+        if response.status_code != 409 or time.monotonic() > deadline:
+            return response
+        time.sleep(0.5)  # the rebalance's pace, not a condition: bounded by the deadline

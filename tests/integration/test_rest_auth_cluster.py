@@ -22,7 +22,12 @@ import httpx
 import pytest
 
 from tests.conftest import DistributedClusterFactory
-from tests.integration._cluster_helpers import generator_config, leader_of, wait_agreed_status
+from tests.integration._cluster_helpers import (
+    generator_config,
+    leader_of,
+    post_retrying_conflicts,
+    wait_agreed_status,
+)
 from tests.support import WorkerProcess, unique_name, wait_until
 from worker.testing.tls import TestCA, client_context, served_fingerprint
 
@@ -92,7 +97,7 @@ def test_basic_auth_cluster_forwards_for_admins_and_refuses_the_others(
     names = [unique_name("auth-gen") for _ in range(3)]
     for index, name in enumerate(names):
         with httpx.Client(base_url=bare_url(followers[index % 2]), timeout=30) as api:
-            created = api.post("/connectors", headers=admin, json={
+            created = post_retrying_conflicts(api, "/connectors", headers=admin, json={
                 "name": name, "config": generator_config(unique_topic(), 2)})
         assert created.status_code == 201, created.text
     # Task configs of connectors running on followers reach the leader: all tasks run.

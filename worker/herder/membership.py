@@ -88,6 +88,7 @@ class _Coordinator(BaseCoordinator):
                 # Such a member gets no work; the others carry on.
                 log.error("Group member %s sent unreadable metadata: %s", member.member_id,
                           exc)
+        self._membership.leading()  # leader of the round being formed, before its sync
         result = self._membership.assign_fn(leader_id, decoded)
         return {member.member_id: result[member.member_id].encode()
                 if member.member_id in result else b"" for member in members}
@@ -111,7 +112,7 @@ class GroupMembership:
         self._joined: tuple[int, str, WorkerAssignment | None] | None = None
         #: Rejoins asked for (sent in the metadata, so that each one starts a new round).
         self.rejoins = 0
-        #: Whether the last completed join made this worker the leader.
+        #: Whether the last join (completed, or being formed) made this worker the leader.
         self._leader = False
 
     def start(self) -> None:
@@ -133,20 +134,23 @@ class GroupMembership:
 
     def stop(self) -> None:
         """Leave the group (others rebalance at once, not after the session timeout) —
-        unless this worker leads a rebalance in progress: it then lets its session expire.
+        unless this worker leads the group: it then lets its session expire.
 
-        Tansu keeps a leader that leaves while the group is forming as the round's leader,
-        so the remaining members' SyncGroups fail forever (a leader that stops
-        heartbeating is dropped and replaced after ``session.timeout.ms``). On Kafka,
-        skipping LeaveGroup there only delays that one rebalance by the session timeout.
+        Tansu keeps a leader that leaves while the group is forming a new generation as
+        that generation's leader, so the remaining members' SyncGroups fail forever (a
+        leader that stops heartbeating is dropped and replaced after
+        ``session.timeout.ms``). The leader cannot tell whether another member's
+        JoinGroup has already started a round (its own view is still stable until its
+        next heartbeat), and a follow-up round right after a membership change is the
+        common case, so it never sends LeaveGroup. On Kafka this delays the rebalance after
+        a leader stops by ``session.timeout.ms``, far below the
+        ``scheduled.rebalance.max.delay.ms`` a departed worker's tasks wait anyway.
         """
         coordinator, client = self._coordinator, self._client
         self._coordinator = self._client = None
-        if coordinator is not None and self._leader and (
-                coordinator.need_rejoin() or not coordinator.stable()):
-            log.info("Leaving group %s by session expiry (%d ms): this worker leads a "
-                     "rebalance in progress", self.config.group_id,
-                     self.config.get("session.timeout.ms"))
+        if coordinator is not None and self._leader:
+            log.info("Leaving group %s by session expiry (%d ms): this worker leads it",
+                     self.config.group_id, self.config.get("session.timeout.ms"))
             coordinator = None
         if coordinator is not None:
             try:
@@ -193,6 +197,11 @@ class GroupMembership:
         with self._lock:
             self._joined = (generation, member_id, assignment)
             self._leader = assignment is not None and assignment.leader == member_id
+
+    def leading(self) -> None:
+        """kafka-python elected this worker the leader of the round being formed."""
+        with self._lock:
+            self._leader = True
 
     def request_rejoin(self) -> None:
         """Start a new round: ``metadata()`` should differ from the last join's (see

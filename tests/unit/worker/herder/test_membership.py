@@ -40,8 +40,9 @@ def _membership(leader: bool, coordinator: FakeCoordinator) -> GroupMembership:
 
 @pytest.mark.parametrize(("leader", "stable", "need_rejoin", "leaves"), [
     (False, False, True, True),   # a follower always leaves at once
-    (True, True, False, True),    # a leader of a stable group too
-    (True, False, False, False),  # a leader mid-rebalance lets its session expire
+    (False, True, False, True),
+    (True, True, False, False),   # a leader lets its session expire, stable or not
+    (True, False, False, False),
     (True, True, True, False),
 ])
 def test_leave_group_on_stop(leader: bool, stable: bool, need_rejoin: bool,
@@ -50,3 +51,12 @@ def test_leave_group_on_stop(leader: bool, stable: bool, need_rejoin: bool,
     membership = _membership(leader, coordinator)
     membership.stop()
     assert coordinator.closed is leaves
+
+
+def test_the_leader_of_a_round_being_formed_lets_its_session_expire() -> None:
+    """Elected in the JoinGroup answer, before the SyncGroup that completes the join."""
+    coordinator = FakeCoordinator(stable=False, need_rejoin=False)
+    membership = _membership(False, coordinator)
+    membership.leading()
+    membership.stop()
+    assert coordinator.closed is False
