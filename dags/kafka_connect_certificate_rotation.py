@@ -43,6 +43,11 @@ from airflow_provider.operators.certificates import KafkaConnectRotateCertificat
 
 TLS_DIR = os.environ.get("CONNECT_PLANE_TLS_DIR", "/etc/connect-plane/tls")
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+# Deferred tasks: one retry. Airflow <= 3.3.2's scheduler can fail a task whose trigger
+# fires within seconds of its deferral, before the scheduler has seen the deferring
+# process exit (apache/airflow#67287, #72716: fixed there for the "scheduled" state only).
+# Every task here is safe to run again: its end state is the same.
+RETRY = {"retries": 1, "retry_delay": datetime.timedelta(seconds=5)}
 KEYSTORE_LOCATION = "listeners.https.ssl.keystore.location"
 log = logging.getLogger(__name__)
 NEW = "ti.xcom_pull(task_ids='create_keystore')"
@@ -51,6 +56,7 @@ Value = dict[str, Any]
 # [START howto_operator_kafka_connect_certificate_rotation]
 with DAG(
     "kafka_connect_certificate_rotation",
+    default_args=RETRY,
     schedule="@daily",
     start_date=START,
     catchup=False,

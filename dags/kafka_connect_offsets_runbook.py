@@ -26,11 +26,17 @@ from airflow_provider.operators.runbook import KafkaConnectOffsetsRunbookOperato
 from airflow_provider.sensors.connector_state import KafkaConnectConnectorStateSensor
 
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+# Deferred tasks: one retry. Airflow <= 3.3.2's scheduler can fail a task whose trigger
+# fires within seconds of its deferral, before the scheduler has seen the deferring
+# process exit (apache/airflow#67287, #72716: fixed there for the "scheduled" state only).
+# Every task here is safe to run again: its end state is the same.
+RETRY = {"retries": 1, "retry_delay": datetime.timedelta(seconds=5)}
 log = logging.getLogger(__name__)
 
 # [START howto_operator_kafka_connect_replay_source]
 with DAG(
     "kafka_connect_replay_source",
+    default_args=RETRY,
     schedule=None,
     start_date=START,
     catchup=False,
@@ -68,6 +74,7 @@ with DAG(
 # [START howto_operator_kafka_connect_skip_poison_record]
 with DAG(
     "kafka_connect_skip_poison_record",
+    default_args=RETRY,
     schedule=None,
     start_date=START,
     catchup=False,

@@ -119,7 +119,8 @@ def test_the_demo_on_airflow_processes(tmp_path: Path) -> None:
     # Deferred in the triggerer: the runbooks' two waits each, the rotation's one.
     for task in ("skip_poison_record", "replay"):
         states = re.search(rf"\n    {task}: (.+ → success)\n", out)
-        assert states and states[1].count("deferred") == 2, context
+        # (More if Airflow's stale-success race made the task retry: the DAGs allow one.)
+        assert states and states[1].count("deferred") >= 2, context
     assert re.search(r"\n    rotate: .*deferred.* → success\n", out), context
     # The story's own checks: totals, an identical re-run, rotation, plugin sync.
     assert "89 orders of 5 customers" in out and "identical" in out, context

@@ -22,18 +22,26 @@ from airflow_provider.operators.runbook import KafkaConnectOffsetsRunbookOperato
 from airflow_provider.sensors.connector_state import KafkaConnectConnectorStateSensor
 
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+# Deferred tasks: one retry. Airflow <= 3.3.2's scheduler can fail a task whose trigger
+# fires within seconds of its deferral, before the scheduler has seen the deferring
+# process exit (apache/airflow#67287, #72716: fixed there for the "scheduled" state only).
+# Every task here is safe to run again: its end state is the same.
+RETRY = {"retries": 1, "retry_delay": datetime.timedelta(seconds=5)}
 PARAMS = {"connector": Param("", type="string"),
           "action": Param("alter", enum=["alter", "reset"]),
           "offsets": Param(None, type=["array", "null"])}
 
-with DAG("live_wait_running", schedule=None, start_date=START, catchup=False,
+with DAG("live_wait_running", schedule=None, start_date=START, catchup=False, default_args=RETRY,
          params={"connector": Param("", type="string")}):
     KafkaConnectConnectorStateSensor(task_id="wait_running", connector="{{ params.connector }}",
                                      target_state="RUNNING", deferrable=True,
                                      poke_interval=0.2, timeout=120)
 
-for dag_id, state_timeout in (("live_runbook", 120), ("live_runbook_short_wait", 8)):
+# Not the short wait: its retry would start the task again and succeed.
+for dag_id, state_timeout, retry in (("live_runbook", 120, RETRY),
+                                     ("live_runbook_short_wait", 8, {})):
     with DAG(dag_id, schedule=None, start_date=START, catchup=False, params=PARAMS,
+             default_args=retry,
              render_template_as_native_obj=True):
         KafkaConnectOffsetsRunbookOperator(
             task_id="runbook", connector="{{ params.connector }}",
