@@ -36,6 +36,7 @@ from urllib.parse import quote
 
 import httpx
 
+from dags.demo.stack import wait_for
 from worker.testing import free_port
 from worker.testing.broker import log_tail
 
@@ -257,8 +258,8 @@ class AirflowServices:
                 (report.get(part) or {}).get("status") == "healthy"
                 for part in HEALTH_COMPONENTS)
 
-        wait(healthy, "Airflow's processes to report healthy",
-             timeout or self.startup_timeout, on_timeout=lambda: json.dumps(self.health()))
+        wait_for(healthy, "Airflow's processes to report healthy",
+                 timeout or self.startup_timeout, detail=lambda: json.dumps(self.health()))
 
     def api(self) -> AirflowApi:
         return AirflowApi(self.url, self.login, check=self.check_alive)
@@ -269,21 +270,6 @@ def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
         os.killpg(process.pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def wait(condition: Callable[[], Any], what: str, timeout: float, *,
-         interval: float = POLL_INTERVAL, on_timeout: Callable[[], str] | None = None) -> Any:
-    """Poll ``condition`` until it returns something truthy, which is returned."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            detail = f": {on_timeout()}" if on_timeout else ""
-            raise AirflowServicesError(f"timed out after {timeout:g} s waiting for "
-                                       f"{what}{detail}")
-        time.sleep(interval)
 
 
 TERMINAL_RUN_STATES = ("success", "failed")
@@ -336,7 +322,7 @@ class AirflowApi:
             known = {dag["dag_id"] for dag in self.get("/dags", limit=100)["dags"]}
             return set(dag_ids) <= known
 
-        wait(parsed, f"the dag-processor to parse {sorted(dag_ids)}", timeout)
+        wait_for(parsed, f"the dag-processor to parse {sorted(dag_ids)}", timeout)
 
     def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None) -> str:
         """Trigger a run of ``dag_id`` (as *Trigger DAG* in the UI); returns its run id."""
@@ -383,7 +369,9 @@ class AirflowApi:
             run = self.dag_run(dag_id, run_id)
             return run if run["state"] in TERMINAL_RUN_STATES else None
 
-        return dict(wait(finished, f"{dag_id} run {run_id} to finish", timeout,
-                         interval=interval, on_timeout=lambda: json.dumps(
-                             {t: i["state"] for t, i in
-                              self.task_instances(dag_id, run_id).items()})))
+        def states() -> str:
+            instances = self.task_instances(dag_id, run_id)
+            return json.dumps({task: ti["state"] for task, ti in instances.items()})
+
+        return dict(wait_for(finished, f"{dag_id} run {run_id} to finish", timeout,
+                             interval=interval, detail=states))

@@ -32,8 +32,8 @@ from dags.demo.airflow_services import (
     AirflowApi,
     AirflowServices,
     DagBundle,
-    wait,
 )
+from dags.demo.stack import wait_for
 
 if TYPE_CHECKING:
     from dags.demo.spark_standalone import SparkStandalone
@@ -162,10 +162,10 @@ class LiveAirflow:
         if scheduled:
             before = {run["dag_run_id"] for run in self.api.dag_runs(dag_id)}
             self.unpause(dag_id)
-            run = wait(lambda: next((r for r in self.api.dag_runs(dag_id)
-                                     if r["dag_run_id"] not in before
-                                     and r["run_type"] == "scheduled"), None),
-                       f"the scheduler to start a run of {dag_id}", 120.0)
+            run = wait_for(lambda: next((r for r in self.api.dag_runs(dag_id)
+                                         if r["dag_run_id"] not in before
+                                         and r["run_type"] == "scheduled"), None),
+                           f"the scheduler to start a run of {dag_id}", 120.0)
             run_id = run["dag_run_id"]
             note = f"the scheduler started {run_id} when the DAG was unpaused"
         else:
@@ -202,8 +202,8 @@ class LiveAirflow:
         uri = topic_asset_uri(topic, bootstrap_servers=bootstrap)
         # Started first: Airflow 3.3.2's GET /assets/events answers 500 while a run an
         # event created is still queued (its start_date is null; the model requires one).
-        run = wait(self._new_pipeline_run, f"the scheduler to start {PIPELINE} on "
-                   f"{emitted_by}'s Asset event {uri}", 120.0)
+        run = wait_for(self._new_pipeline_run, f"the scheduler to start {PIPELINE} on "
+                       f"{emitted_by}'s Asset event {uri}", 120.0)
         self._runs_seen.add(run["dag_run_id"])
         events = self.api.get("/assets/events", source_task_id=emitted_by,
                               order_by="-timestamp", limit=20)["asset_events"]
@@ -249,8 +249,8 @@ class LiveAirflow:
         self.api.request("POST", f"/dags/{PIPELINE}/clearTaskInstances", {
             "dry_run": False, "dag_run_id": first.run_id, "only_failed": False,
             "reset_dag_runs": True})
-        wait(lambda: self.api.dag_run(PIPELINE, first.run_id)["state"] != "success",
-             f"{first.run_id} to be cleared", 30.0)
+        wait_for(lambda: self.api.dag_run(PIPELINE, first.run_id)["state"] != "success",
+                 f"{first.run_id} to be cleared", 30.0)
         result = self._finish(PIPELINE, first.run_id, "")
         return DagResult(result.run_id, result.states, result.returned,
                          f"cleared {first.run_id}: the scheduler ran it again"

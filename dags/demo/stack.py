@@ -57,16 +57,17 @@ class StackError(RuntimeError):
 
 
 def wait_for(condition: Callable[[], T | None], what: str, timeout: float = 60.0,
-             interval: float = 0.25) -> T:
+             interval: float = 0.25, detail: Callable[[], str] | None = None) -> T:
     """Poll ``condition`` until it returns something truthy (returned: never ``None``);
-    StackError after ``timeout``."""
+    StackError after ``timeout``, with ``detail()`` (what was seen last) when given."""
     deadline = time.monotonic() + timeout
     while True:
         result = condition()
         if result:
             return result
         if time.monotonic() >= deadline:
-            raise StackError(f"timed out after {timeout:g} s waiting for {what}")
+            seen = f": {detail()}" if detail is not None else ""
+            raise StackError(f"timed out after {timeout:g} s waiting for {what}{seen}")
         time.sleep(interval)
 
 

@@ -30,7 +30,8 @@ from typing import Any
 import httpx
 import pytest
 
-from dags.demo.airflow_services import AirflowApi, AirflowServices, wait
+from dags.demo.airflow_services import AirflowApi, AirflowServices
+from dags.demo.stack import wait_for
 from tests.integration._rest_helpers import path
 from tests.support import NO_JAVA, WorkerProcess, unique_name
 from tests.support.airflow_live import (
@@ -199,7 +200,7 @@ def test_a_triggerer_restart_mid_wait_resumes_the_wait(airflow: AirflowServices,
         held = ti["state"] == "deferred" and (ti.get("trigger") or {}).get("triggerer_id")
         return ti if held and progress.get("offsets_touched") else None
 
-    first = wait(waiting_for_running, "the runbook to wait for RUNNING", 120.0)
+    first = wait_for(waiting_for_running, "the runbook to wait for RUNNING", 120.0)
     tasks = worker.client.get(f"{path(name)}/status").json().get("tasks", [])
     assert [task["state"] for task in tasks] != ["RUNNING"]  # its start waits for the gate
     airflow.restart_service("triggerer")

@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 import httpx
 
-from dags.demo.airflow_services import AirflowApi, AirflowServices, DagBundle, wait
+from dags.demo.airflow_services import AirflowApi, AirflowServices, DagBundle
+from dags.demo.stack import wait_for
 from tests.support.plugins import PREFIX as PLUGINS
 
 LIVE_DAGS = Path(__file__).parents[1] / "integration" / "airflow_live_dags"
@@ -62,7 +63,7 @@ def wait_state(client: httpx.Client, name: str, state: str, timeout: float = 60.
         return body.get("connector", {}).get("state") == state and all(
             task["state"] == state for task in body.get("tasks") or [{"state": None}])
 
-    wait(reached, f"{name} to be {state}", timeout)
+    wait_for(reached, f"{name} to be {state}", timeout)
 
 
 def task_instance(api: AirflowApi, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
@@ -79,7 +80,7 @@ def wait_deferred(api: AirflowApi, dag_id: str, run_id: str, task_id: str,
         trigger = ti.get("trigger") or {}
         return ti if ti["state"] == "deferred" and trigger.get("triggerer_id") else None
 
-    return dict(wait(held, f"{dag_id}.{task_id} to be deferred in a triggerer", timeout))
+    return dict(wait_for(held, f"{dag_id}.{task_id} to be deferred in a triggerer", timeout))
 
 
 def trigger_log_events(home: Path, dag_id: str, run_id: str, task_id: str
@@ -144,10 +145,10 @@ def measure_asset_pickup(api: AirflowApi) -> float:
         raise AssertionError(f"live_emit {run_id}: {run['state']}")
     # Started first: Airflow 3.3.2's GET /assets/events answers 500 while a run an event
     # created is still queued (its start_date is null; the response model requires one).
-    started = wait(lambda: next((r for r in api.dag_runs("live_on_asset")
-                                 if r["dag_run_id"] not in before and r.get("start_date")),
-                                None), f"the scheduler to start live_on_asset after {run_id}",
-                   120.0)
+    started = wait_for(lambda: next((r for r in api.dag_runs("live_on_asset")
+                                     if r["dag_run_id"] not in before and r.get("start_date")),
+                                    None),
+                       f"the scheduler to start live_on_asset after {run_id}", 120.0)
     (event,) = api.get("/assets/events", source_run_id=run_id)["asset_events"]
     if started["dag_run_id"] not in {r["run_id"] for r in event["created_dagruns"]}:
         raise AssertionError(f"{started['dag_run_id']} was not created by {run_id}'s event")
