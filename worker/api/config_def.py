@@ -274,6 +274,24 @@ def non_empty_string() -> Validator:
     return check
 
 
+def _iso_control(char: str) -> bool:
+    # Java's Character.isISOControl: U+0000..U+001F and U+007F..U+009F.
+    return char <= "\x1f" or "\x7f" <= char <= "\x9f"
+
+
+def non_empty_string_without_control_chars() -> Validator:
+    """Kafka's ``NonEmptyStringWithoutControlChars`` (the connector ``name``)."""
+    def check(name: str, value: Any) -> None:
+        text = _plain(value)
+        if not text.strip():
+            raise ConfigException(name, value, "String may not be empty")
+        found = [str(ord(c)) for c in text if _iso_control(c)]
+        if found:
+            raise ConfigException(name, value, "String may not contain control sequences but "
+                                               f"had the following ASCII chars: {', '.join(found)}")
+    return check
+
+
 def valid_regex() -> Validator:
     def check(name: str, value: Any) -> None:
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 
-from worker.errors import ConnectError
+from worker.errors import BadRequestError
 from worker.herder.models import (
     ClusterInfo,
     ConfigInfos,
@@ -125,9 +125,13 @@ class Herder(ABC):
         """KIP-875 STOPPED. Raises NotFoundError."""
 
     def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        """Distributed mode's internal write of task configs (the leader stores them)."""
-        raise ConnectError("Kafka Connect in standalone mode does not support externally "
-                           "setting task configurations.")
+        """Distributed mode's internal write of task configs (the leader stores them).
+
+        A standalone worker refuses with Kafka's message; Kafka answers 500 (its
+        UnsupportedOperationException), but the request is the client's mistake: 400.
+        """
+        raise BadRequestError("Kafka Connect in standalone mode does not support externally "
+                              "setting task configurations.")
 
     # --- plugins -----------------------------------------------------------------------
 

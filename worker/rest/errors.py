@@ -5,12 +5,15 @@ Mirrors Kafka Connect's ``ConnectExceptionMapper``:
 * domain errors (``worker.errors``) answer with their ``status_code`` and message, so a
   herder's ``NotFoundError("Connector x not found")`` reaches the client unchanged;
 * framework errors answer as Jersey's ``WebApplicationException`` does: an unknown route
-  is ``404 "HTTP 404 Not Found"``, a wrong verb ``405 "HTTP 405 Method Not Allowed"``, a
-  path or query parameter that does not convert (``/tasks/abc/status``) is a 404 too
-  (JAX-RS rule for ``@PathParam``/``@QueryParam``), a non-JSON body is a 415;
-* a body that is not valid JSON or does not fit the expected shape answers
-  ``BODY_ERROR_STATUS`` (500, because Kafka's Jackson errors fall through to the generic
-  branch of the mapper) with a message that names the offending field;
+  is ``404 "HTTP 404 Not Found"``, a wrong verb ``405 "HTTP 405 Method Not Allowed"``
+  (its ``Allow`` lists every method served at the path), a path or query parameter that
+  does not convert (``/tasks/abc/status``) is a 404 too (JAX-RS rule for
+  ``@PathParam``/``@QueryParam``), a non-JSON body is a 415;
+* a body that is missing, is not valid JSON or does not fit the expected shape answers
+  ``BODY_ERROR_STATUS``, 400, with a message that names the offending field. Apache Kafka
+  Connect answers 500 there (Jackson's errors fall through to the mapper's generic
+  branch): a client error reported as a server failure, which we do not copy
+  (``docs/limitations.md`` lists the difference);
 * anything else is a 500 carrying the exception's message, logged with its stack trace.
 
 Handlers dispatch on exception *types* and structured error data only, never on text.
@@ -19,6 +22,7 @@ Handlers dispatch on exception *types* and structured error data only, never on 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from http import HTTPStatus
 from typing import Any, cast
@@ -28,6 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from worker.errors import ConnectError
@@ -35,10 +40,13 @@ from worker.rest.datamodels.base import ErrorResponse
 
 log = logging.getLogger("worker.rest")
 
-#: Status of a malformed or mis-shaped request body. Apache Kafka Connect answers 500 here:
-#: Jackson's ``JsonParseException``/``JsonMappingException`` are neither Connect nor JAX-RS
-#: exceptions, so ``ConnectExceptionMapper`` gives them its catch-all status.
-BODY_ERROR_STATUS = 500
+_PATH_PARAM = re.compile(r"\{[^}]*\}")
+
+#: Status of a missing, malformed or mis-shaped request body. Apache Kafka Connect answers
+#: 500 here: Jackson's ``JsonParseException``/``JsonMappingException`` are neither Connect
+#: nor JAX-RS exceptions, so ``ConnectExceptionMapper`` gives them its catch-all status.
+#: The fault is the client's, so we say so.
+BODY_ERROR_STATUS = 400
 
 ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
@@ -69,9 +77,31 @@ async def _connect_error(request: Request, exc: Exception) -> Response:
     return error_response(error.status_code, str(error))
 
 
+def _allowed_methods(request: Request) -> str:
+    """The methods served at the request's path, for a 405's ``Allow``.
+
+    Starlette names only the methods of the first route whose path matched; a path may be
+    served by several routes (``GET`` and ``DELETE /connectors/{c}``). Of the templates
+    that match, the most literal one is the resource, as in JAX-RS:
+    ``/admin/dynamic-worker-config/validate`` is not ``.../{name}``.
+    """
+    by_template: dict[str, set[str]] = {}
+    for route in request.app.router.routes:
+        if route.matches(request.scope)[0] is not Match.NONE:
+            template = getattr(route, "path_format", "")
+            by_template.setdefault(template, set()).update(
+                getattr(route, "methods", None) or ())
+    if not by_template:
+        return ""
+    literal = max(by_template, key=lambda t: len(_PATH_PARAM.sub("", t)))
+    return ", ".join(sorted(by_template[literal]))
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     error = cast(StarletteHTTPException, exc)
     headers = dict(error.headers) if error.headers else None
+    if error.status_code == 405:
+        headers = {**(headers or {}), "Allow": _allowed_methods(request)}
     return error_response(error.status_code, _jersey_message(error.status_code), headers)
 
 

@@ -11,7 +11,8 @@ that no handler has to:
   ``/openapi.json`` lists them without each decorator repeating them: 500 for an
   unexpected failure; for a route with a body, 415 (not JSON) and ``BODY_ERROR_STATUS``
   (malformed or mis-shaped JSON); 404 for a parameter that may not convert (``task: int``).
-  A status the route declares itself keeps the route's description.
+  A status the route declares itself keeps its description, with the shared meanings
+  appended.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from worker.rest.errors import BODY_ERROR_STATUS
 P = ParamSpec("P")
 R = TypeVar("R")
 
-# Fragments: one status may collect several (BODY_ERROR_STATUS is 500 too).
+# Fragments: one status may collect several (a route's own 400 and BODY_ERROR_STATUS).
 UNEXPECTED = "unexpected failure (e.g. a backing store failed or the herder timed out)"
 MALFORMED_BODY = "the request body is not valid JSON or does not fit the schema"
 NOT_JSON = "the request body is not sent as JSON (Content-Type)"
@@ -89,6 +90,16 @@ class ConnectRoute(APIRoute):
         # response fields are what FastAPI builds for ``responses`` models in __init__.
         for status, descriptions in errors.items():
             if status in self.responses:
+                # The route's own meaning first, then the shared ones (e.g. a 400 for an
+                # invalid config and for a malformed body). A route is built again when
+                # its router is included: add each meaning once, and copy, never mutate,
+                # the decorator's dict.
+                declared = self.responses[status]
+                text = declared.get("description", "")
+                missing = [d for d in descriptions if d not in text]
+                if missing:
+                    self.responses[status] = {
+                        **declared, "description": "; or ".join([text, *missing])}
                 continue
             description = "; or ".join(descriptions)
             self.responses[status] = {"model": ErrorResponse,

@@ -15,7 +15,7 @@ from worker.api.config_def import (
     Importance,
     Type,
     at_least,
-    non_empty_string,
+    non_empty_string_without_control_chars,
     one_of,
     valid_regex,
 )
@@ -36,8 +36,8 @@ COMMON = (
     ConfigDef()
     .define("name", Type.STRING, NO_DEFAULT, Importance.HIGH,
             "Globally unique name to use for this connector.",
-            validator=non_empty_string(), group=COMMON_GROUP, order_in_group=1,
-            display_name="Connector name")
+            validator=non_empty_string_without_control_chars(), group=COMMON_GROUP,
+            order_in_group=1, display_name="Connector name")
     .define("connector.class", Type.STRING, NO_DEFAULT, Importance.HIGH,
             "Name or alias of the connector class (Java names of the built-ins work).",
             group=COMMON_GROUP, order_in_group=2, display_name="Connector class")

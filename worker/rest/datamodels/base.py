@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
 
 
 class ResponseModel(BaseModel):
@@ -57,9 +57,22 @@ def omit_none(value: object) -> bool:
     return value is None
 
 
+#: The JSON schema of what :func:`coerce_scalar` accepts: the OpenAPI document says what
+#: the server takes, so that generated clients and fuzzers agree with it.
+SCALAR_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
+
 #: A config value: a JSON string, or a number/boolean coerced to one.
-ConfigValue = Annotated[str, BeforeValidator(coerce_scalar)]
+ConfigValue = Annotated[str, BeforeValidator(coerce_scalar),
+                        WithJsonSchema(SCALAR_SCHEMA, mode="validation")]
 #: A connector config as sent by clients.
 ConfigMap = dict[str, ConfigValue]
+#: A connector config that must name its connector: Connect answers 400 ("... contains
+#: no connector type") without ``connector.class``. Only the document says it is required;
+#: the herder gives the answer, in Kafka's words.
+ConnectorConfigMap = Annotated[ConfigMap, WithJsonSchema({
+    "type": "object", "required": ["connector.class"],
+    "properties": {"connector.class": {"type": "string", "minLength": 1}},
+    "additionalProperties": SCALAR_SCHEMA}, mode="validation")]
 #: A ``PATCH .../config`` body: a null value removes the key.
 ConfigPatch = dict[str, ConfigValue | None]

@@ -16,12 +16,31 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ConfigDict
+
 from worker.herder.models import ConnectorOffset
 from worker.rest.datamodels.base import BodyModel, ResponseModel
 
 
+def _document_partition_required(schema: dict[str, Any]) -> None:
+    # Null or absent partitions get Kafka's 400 from the herder; the document says a valid
+    # request has one.
+    schema["required"] = ["partition"]
+    schema["properties"]["partition"] = {"type": "object", "title": "Partition"}
+
+
+def _document_offsets_required(schema: dict[str, Any]) -> None:
+    # Absent or empty offsets get Kafka's 400 from the handler (see ``OffsetsBody``).
+    schema["required"] = ["offsets"]
+    offsets = schema["properties"]["offsets"]
+    item = next(s for s in offsets.get("anyOf", [offsets]) if s.get("type") == "array")
+    schema["properties"]["offsets"] = {**item, "minItems": 1, "title": "Offsets"}
+
+
 class ConnectorOffsetBody(BodyModel):
     """One ``{"partition", "offset"}`` pair of a request; a null offset resets it."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_document_partition_required)
 
     partition: dict[str, Any] | None = None
     offset: dict[str, Any] | None = None
@@ -30,6 +49,8 @@ class ConnectorOffsetBody(BodyModel):
 class OffsetsBody(BodyModel):
     """Body of ``PATCH /connectors/{c}/offsets``. ``offsets`` may be absent or empty here;
     the handler answers that with Kafka's 400."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_document_offsets_required)
 
     offsets: list[ConnectorOffsetBody] | None = None
 

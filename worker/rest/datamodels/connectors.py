@@ -10,14 +10,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from worker.herder.base import TargetState
 from worker.herder.models import ConnectorType
 from worker.rest.datamodels.base import (
     BodyModel,
-    ConfigMap,
+    ConnectorConfigMap,
     ResponseModel,
     coerce_scalar,
     omit_empty,
@@ -45,11 +45,26 @@ def _upper(value: Any) -> Any:
     return value.upper() if isinstance(value, str) else value
 
 
+#: What Connect accepts as a connector name: not blank, no ISO control characters.
+NAME_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f]" \
+               r"[^\u0000-\u001f\u007f-\u009f]*$"
+
+
+def _document_name_required(schema: dict[str, Any]) -> None:
+    # The model takes a missing or null name so that the herder rejects it in Connect's
+    # words (a 400 naming the key); the document says what a valid request carries.
+    schema["required"] = sorted({*schema.get("required", []), "name"})
+    schema["properties"]["name"] = {"type": "string", "pattern": NAME_PATTERN,
+                                    "title": "Name"}
+
+
 class CreateConnectorBody(BodyModel):
     """Body of ``POST /connectors``: ``{"name", "config", "initial_state"?}``."""
 
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_document_name_required)
+
     name: Annotated[str | None, BeforeValidator(coerce_scalar)] = None
-    config: ConfigMap
+    config: ConnectorConfigMap
     initial_state: Annotated[InitialState | None, BeforeValidator(_upper)] = None
 
     def target_state(self) -> TargetState | None:

@@ -6,13 +6,21 @@ through the API.
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
 
-from worker.rest.datamodels.base import ConfigValue, ResponseModel
+from pydantic import Field, WithJsonSchema
+
+from worker.rest.datamodels.base import SCALAR_SCHEMA, ConfigValue, ResponseModel
 
 #: ``PUT /admin/loggers/{logger}``: Kafka reads a ``Map<String, String>`` and uses only
-#: ``level``; other keys are ignored, numbers and booleans become strings (Jackson).
-LevelBody = dict[str, ConfigValue | None]
+#: ``level``; other keys are ignored, numbers and booleans become strings (Jackson). A
+#: missing ``level`` gets Kafka's 400 from the handler; the document says it is required.
+LevelBody = Annotated[dict[str, ConfigValue | None], WithJsonSchema({
+    "type": "object", "required": ["level"],
+    "properties": {"level": {"type": "string",
+                             "description": "TRACE, DEBUG, INFO, WARN, ERROR or FATAL"}},
+    "additionalProperties": {"anyOf": [*SCALAR_SCHEMA["anyOf"], {"type": "null"}]},
+}, mode="validation")]
 
 
 class LoggerLevelResponse(ResponseModel):

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Body, Query
 
 from worker.errors import BadRequestError
 from worker.herder.models import ConfigInfos, ConfigKeyInfo, PluginInfo
-from worker.rest.datamodels.base import ConfigMap
+from worker.rest.datamodels.base import ConnectorConfigMap
 from worker.rest.datamodels.connector_plugins import (
     ConfigInfosResponse,
     ConfigKeyInfoResponse,
@@ -56,7 +56,7 @@ def get_plugin_config(plugin: str, herder: HerderDep) -> list[ConfigKeyInfo]:
             response_model=ConfigInfosResponse,
             responses=error_responses((400, "connector.class is missing, unknown, or not "
                                             "the plugin of the path")))
-def validate_config(plugin: str, config: Annotated[ConfigMap, Body()],
+def validate_config(plugin: str, config: Annotated[ConnectorConfigMap, Body()],
                     herder: HerderDep) -> ConfigInfos:
     """Validate without storing; ``connector.class``, when given, must name ``plugin``.
 

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Body, Query, Request, Response
 from worker.errors import BadRequestError, NotFoundError
 from worker.herder.base import Herder, TaskId
 from worker.herder.models import ConnectorInfo, ConnectorStateInfo, TaskInfo, TaskState
-from worker.rest.datamodels.base import ConfigMap, ConfigPatch
+from worker.rest.datamodels.base import ConfigMap, ConfigPatch, ConnectorConfigMap
 from worker.rest.datamodels.connectors import (
     ConnectorExpansionsResponse,
     ConnectorInfoResponse,
@@ -40,7 +40,7 @@ UNKNOWN_TASK = (404, "Unknown connector or task, or a task id that is not an int
 #: Characters Jersey's ``UriBuilder.path()`` leaves unencoded in a path.
 _PATH_SAFE = "/:@!$&'()*+,;="
 
-ConfigBody = Annotated[ConfigMap, Body(description="Connector configuration")]
+ConfigBody = Annotated[ConnectorConfigMap, Body(description="Connector configuration")]
 IncludeTasks = Annotated[str | None, Query(alias="includeTasks",
                                            description="Also restart the tasks")]
 OnlyFailed = Annotated[str | None, Query(alias="onlyFailed",
@@ -229,7 +229,9 @@ def get_task_configs(connector: str, herder: HerderDep) -> list[TaskInfo]:
 
 @router.post("/{connector}/tasks", status_code=204, response_class=Response,
              summary="Internal: task configs from the worker running the connector",
-             include_in_schema=False)
+             responses=error_responses(
+                 (400, "Standalone mode, where task configs cannot be set from outside"),
+                 CLUSTER_CONFLICT))
 def put_task_configs(connector: str, herder: HerderDep,
                      configs: Annotated[list[ConfigMap], Body()]) -> Response:
     """Distributed mode: a follower hands its connector's task configs to the leader."""

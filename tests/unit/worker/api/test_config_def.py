@@ -18,6 +18,7 @@ from worker.api.config_def import (
     at_least,
     in_range,
     non_empty_string,
+    non_empty_string_without_control_chars,
     one_of,
     parse_type,
     valid_regex,
@@ -215,6 +216,20 @@ class TestValidators:
         check("s", "x")
         with pytest.raises(ConfigException, match="may not be empty"):
             check("s", bad)
+
+    @pytest.mark.parametrize(("bad", "codes"), [("a\u0001b", "1"), ("\tx\n", "9, 10"),
+                                                ("x\u007f\u009f", "127, 159")])
+    def test_connector_names_refuse_iso_control_characters(self, bad: str,
+                                                            codes: str) -> None:
+        check = non_empty_string_without_control_chars()
+        check("name", "orders \u00e9t\u00e9 \u00a0ok")  # above U+009F: fine
+        with pytest.raises(ConfigException, match="may not be empty"):
+            check("name", "  ")
+        with pytest.raises(ConfigException) as raised:
+            check("name", bad)
+        assert str(raised.value).endswith(
+            f"String may not contain control sequences but had the following ASCII chars: "
+            f"{codes}")
 
     def test_non_empty_string_on_empty_password(self) -> None:
         definition = ConfigDef().define("db.password", Type.PASSWORD, NO_DEFAULT,

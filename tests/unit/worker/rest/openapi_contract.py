@@ -37,6 +37,7 @@ REBALANCE = "rebalance"  # every herder call raises RebalanceNeededError: 409
 STARTING = "starting"  # health() says starting: 503
 UNHEALTHY = "unhealthy"  # health() says unhealthy: 500
 NO_TRACKING = "no_tracking"  # topic.tracking.enable=false: 403
+LEADER = "leader"  # a distributed leader stores the task configs a follower sends: 204
 
 
 class Client(Protocol):
@@ -148,6 +149,7 @@ SAMPLES: dict[str, str | tuple[str, Any]] = {
     "DELETE /connectors/{connector}/offsets": "/connectors/c/offsets",
     "GET /connectors/{connector}/topics": "/connectors/c/topics",
     "PUT /connectors/{connector}/topics/reset": "/connectors/c/topics/reset",
+    "POST /connectors/{connector}/tasks": ("/connectors/c/tasks", [{"task.class": "T"}]),
     "GET /connector-plugins": "/connector-plugins",
     "GET /connector-plugins/{plugin}/config": "/connector-plugins/FileStreamSource/config",
     "PUT /connector-plugins/{plugin}/config/validate": (
@@ -185,6 +187,7 @@ DISTRIBUTED_WRITES = [
     "DELETE /connectors/{connector}/offsets",
     "PATCH /admin/dynamic-worker-config",
     "DELETE /admin/dynamic-worker-config/{name}",
+    "POST /connectors/{connector}/tasks",
 ]
 
 
@@ -201,4 +204,5 @@ FAKE_CASES: list[Case] = [
     _faulty("GET /health", 500, UNHEALTHY),
     _faulty("GET /connectors/{connector}/topics", 403, NO_TRACKING),
     _faulty("PUT /connectors/{connector}/topics/reset", 403, NO_TRACKING),
+    _faulty("POST /connectors/{connector}/tasks", 204, LEADER),
 ]

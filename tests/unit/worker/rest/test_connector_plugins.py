@@ -93,8 +93,8 @@ def test_validate_without_connector_class_is_400(client: TestClient) -> None:
 def test_validate_body_values_must_be_strings(client: TestClient, herder) -> None:
     response = client.put("/connector-plugins/FileStreamSink/config/validate",
                           json={"connector.class": FILE_SINK, "topics": {"a": 1}})
-    assert response.status_code == 500
-    assert response.json() == {"error_code": 500,
+    assert response.status_code == 400
+    assert response.json() == {"error_code": 400,
                                "message": "Cannot deserialize request body: topics: Input "
                                           "should be a valid string"}
     assert herder.calls == []

@@ -113,8 +113,8 @@ def test_create_connector_with_invalid_initial_state_is_rejected(client: TestCli
                                                                  herder) -> None:
     response = client.post("/connectors", json={"name": "a", "config": SOURCE,
                                                 "initial_state": "SLEEPING"})
-    assert response.status_code == 500
-    assert response.json()["error_code"] == 500
+    assert response.status_code == 400
+    assert response.json()["error_code"] == 400
     assert response.json()["message"].startswith("Cannot deserialize request body: "
                                                   "initial_state: ")
     assert herder.configs == {}
@@ -152,8 +152,8 @@ def test_create_duplicate_connector_is_409(client: TestClient, herder) -> None:
 
 def test_create_connector_rejects_unknown_fields(client: TestClient, herder) -> None:
     response = client.post("/connectors", json={"name": "a", "config": SOURCE, "tasks": []})
-    assert response.status_code == 500
-    assert response.json() == {"error_code": 500, "message": "Cannot deserialize request body:"
+    assert response.status_code == 400
+    assert response.json() == {"error_code": 400, "message": "Cannot deserialize request body:"
                                " tasks: Extra inputs are not permitted"}
     assert herder.calls == []
 
@@ -161,7 +161,7 @@ def test_create_connector_rejects_unknown_fields(client: TestClient, herder) -> 
 def test_create_connector_rejects_non_string_config_value(client: TestClient) -> None:
     response = client.post("/connectors",
                            json={"name": "a", "config": {"topics": ["a", "b"]}})
-    assert response.status_code == 500
+    assert response.status_code == 400
     assert response.json()["message"] == ("Cannot deserialize request body: config.topics: "
                                           "Input should be a valid string")
 
@@ -169,9 +169,9 @@ def test_create_connector_rejects_non_string_config_value(client: TestClient) ->
 def test_create_connector_with_malformed_json(client: TestClient, herder) -> None:
     response = client.post("/connectors", content=b'{"name": "a",}',
                            headers={"Content-Type": "application/json"})
-    assert response.status_code == 500
+    assert response.status_code == 400
     body = response.json()
-    assert body["error_code"] == 500
+    assert body["error_code"] == 400
     assert body["message"] == ("Cannot deserialize request body: Malformed JSON: Expecting "
                                "property name enclosed in double quotes (at character 13)")
     assert herder.calls == []
@@ -179,8 +179,8 @@ def test_create_connector_with_malformed_json(client: TestClient, herder) -> Non
 
 def test_create_connector_without_body(client: TestClient) -> None:
     response = client.post("/connectors", headers={"Content-Type": "application/json"})
-    assert response.status_code == 500
-    assert response.json() == {"error_code": 500,
+    assert response.status_code == 400
+    assert response.json() == {"error_code": 400,
                                "message": "Cannot deserialize request body: "
                                           "Request body is missing"}
 
@@ -263,7 +263,7 @@ def test_put_config_name_mismatch_is_400(client: TestClient, herder) -> None:
 
 def test_put_config_body_must_be_an_object(client: TestClient) -> None:
     response = client.put("/connectors/a/config", json=["x"])
-    assert response.status_code == 500
+    assert response.status_code == 400
     assert response.json()["message"] == ("Cannot deserialize request body: "
                                           "Input should be a valid dictionary")
 

@@ -21,6 +21,7 @@ from tests.unit.worker.rest.conftest import FakeHerder
 from tests.unit.worker.rest.openapi_contract import (
     FAKE_CASES,
     HERDER_DOWN,
+    LEADER,
     NO_TRACKING,
     REBALANCE,
     SAMPLES,
@@ -62,12 +63,19 @@ def _no_tracking(herder: FakeHerder) -> None:
     herder.tracking_enabled = False
 
 
+def _leader(herder: FakeHerder) -> None:
+    def store(name: str, configs: list[dict[str, str]]) -> None:
+        herder.calls.append(("put_task_configs", name, configs))
+    herder.put_task_configs = store  # type: ignore[method-assign]
+
+
 FAULTS: dict[str, Callable[[FakeHerder], None]] = {
     HERDER_DOWN: _every_call_raises(lambda: StorageError("database is locked")),
     REBALANCE: _every_call_raises(RebalanceNeededError),
     STARTING: _health(HealthStatus("starting", "Worker is starting")),
     UNHEALTHY: _health(HealthStatus("unhealthy", "Worker's herder thread is stuck")),
     NO_TRACKING: _no_tracking,
+    LEADER: _leader,
 }
 
 
@@ -89,7 +97,7 @@ def test_every_operation_has_a_sample_request(document: dict[str, Any]) -> None:
 
 
 def test_document_has_no_validation_errors(document: dict[str, Any]) -> None:
-    # The app answers 404/415/500 for invalid requests (worker.rest.errors), never 422.
+    # The app answers 400/404/415 for invalid requests (worker.rest.errors), never 422.
     assert "422" not in json.dumps(document)
     assert not {"HTTPValidationError", "ValidationError"} & set(
         document["components"]["schemas"])

@@ -85,9 +85,12 @@ def test_route_class_declares_the_statuses_every_route_of_a_kind_shares() -> Non
 
     assert list(responses("/text/{name}")) == ["200", "500"]
     assert list(responses("/number/{n}")) == ["200", "404", "500"]
-    assert responses("/number/{n}")["404"]["description"] == "No such number"
-    assert list(responses("/body", "put")) == ["200", "415", "500"]
-    assert "not valid JSON" in responses("/body", "put")["500"]["description"]
+    # The route's own meaning first, then the shared one.
+    assert responses("/number/{n}")["404"]["description"] == (
+        "No such number; or a path or query parameter that does not convert to its type")
+    assert list(responses("/body", "put")) == ["200", "400", "415", "500"]
+    assert "not valid JSON" in responses("/body", "put")["400"]["description"]
+    assert "not valid JSON" not in responses("/body", "put")["500"]["description"]
     assert responses("/body", "put")["415"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ErrorResponse"}
 
