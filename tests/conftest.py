@@ -125,6 +125,25 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClu
         broker.stop()
 
 
+@pytest.fixture
+def private_broker(kafka_cluster: KafkaCluster, tmp_path: Path) -> Iterator[EmbeddedBroker]:
+    """A broker of this test alone, for faults that would break the session's broker for
+    every other test (``pause()``: SIGSTOP). It is the session's kind of broker, Tansu;
+    against an outside Kafka (env var, testcontainers) the test skips: it cannot freeze a
+    broker process it does not own."""
+    if kafka_cluster.kind != "embedded":
+        pytest.skip(f"needs a broker process of its own; the session's Kafka is "
+                    f"{kafka_cluster.kind}")
+    broker = EmbeddedBroker(log_dir=tmp_path / "private-broker")
+    broker.start()
+    try:
+        yield broker
+    finally:
+        if broker.is_paused:
+            broker.resume()
+        broker.stop()
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap(kafka_cluster: KafkaCluster) -> str:
     """``bootstrap.servers`` of the session's Kafka."""
