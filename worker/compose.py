@@ -49,6 +49,7 @@ from worker.storage.sql import (
     SqlOffsetBackingStore,
     SqlStatusBackingStore,
 )
+from worker.util.secrets import install_log_redaction
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +198,7 @@ def discover_plugins(config: WorkerConfig | Mapping[str, str]) -> PluginRegistry
 
 def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None = None
                      ) -> Connect:
+    install_log_redaction()  # secrets never reach logs (worker/util/secrets.py)
     registry = registry or discover_plugins(config)
     check_worker_converters(config, registry)
     cluster_id = kafka_cluster_id(config)
@@ -217,6 +219,7 @@ def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None =
 def build_distributed(config: DistributedConfig, registry: PluginRegistry | None = None
                       ) -> Connect:
     """A distributed worker: state in the internal topics, membership in ``group.id``."""
+    install_log_redaction()  # secrets never reach logs (worker/util/secrets.py)
     registry = registry or discover_plugins(config)
     check_worker_converters(config, registry)
     cluster_id = kafka_cluster_id(config)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from worker.util.secrets import HIDDEN, is_secret
+
 
 class ConnectException(Exception):
     """A connector, task, converter or transformation failed."""
@@ -22,7 +24,9 @@ class ConfigException(ConnectException, ValueError):
         self.name = name
         self.value = value
         self.reason = message or "Invalid value"
-        shown = "[hidden]" if _looks_secret(name) else value
+        # Kafka hides PASSWORD values (their str() is "[hidden]"); keys that hold secrets
+        # by name (client passwords under any prefix, db.password...) are hidden too.
+        shown = HIDDEN if is_secret(name) else value
         super().__init__(f"Invalid value {shown} for configuration {name}: {self.reason}")
 
     @classmethod
@@ -33,7 +37,3 @@ class ConfigException(ConnectException, ValueError):
         exc.args = (exc.reason,)
         return exc
 
-
-def _looks_secret(name: str) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in ("password", "secret", "token", "credentials"))

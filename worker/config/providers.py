@@ -32,6 +32,7 @@ from worker.api.config_provider import ConfigProvider
 from worker.api.exceptions import ConfigException
 from worker.errors import ConfigError, PluginNotFoundError
 from worker.util.props import strip_prefix
+from worker.util.secrets import KNOWN_SECRETS
 
 if TYPE_CHECKING:
     from worker.plugins.registry import PluginRegistry
@@ -176,6 +177,10 @@ class ConfigTransformer:
             data[key] = value if problems else resolved
             if problems:
                 errors[key] = problems[0]
+        # Every config a worker uses passes here: remember its secrets, so that logs and
+        # status traces never show them (a resolved value shows as its placeholder).
+        KNOWN_SECRETS.add_config(data)
+        KNOWN_SECRETS.add_resolved(substituted)
         return Resolution(data, errors, substituted)
 
     def _lookup(self, name: str, path: str, keys: set[str]) -> dict[str, str] | _Failed:

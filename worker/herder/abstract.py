@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
 
-from worker.api.config_def import ConfigDef, ConfigKey, ConfigValue, Type
+from worker.api.config_def import ConfigDef, ConfigKey, ConfigValue
 from worker.config.worker_config import WorkerConfig
 from worker.errors import (
     BadRequestError,
@@ -50,6 +50,7 @@ from worker.storage.base import (
     StatusBackingStore,
     TaskId,
 )
+from worker.util.secrets import HIDDEN, KNOWN_SECRETS, is_secret, redact, secret_values
 from worker.util.threads import call_with_timeout
 
 log = logging.getLogger(__name__)
@@ -255,8 +256,14 @@ class AbstractHerder(Herder):
             own_def = ConfigDef()
             own_values = {"connector.class": ConfigValue("connector.class", class_name,
                                                          errors=[str(exc)])}
+        # Messages may quote values (plugin code's above all): resolved values go back to
+        # their placeholders, secret values (PASSWORD-typed keys, secret client keys, any
+        # placeholder's value) become [hidden].
+        types = {k.name: k.type for k in [*own_def.keys.values(), *definition.keys.values()]}
+        secrets = secret_values(config, types) | set(resolution.substituted.values())
+        KNOWN_SECRETS.add(secrets)
         for value in [*values.values(), *own_values.values()]:
-            value.errors[:] = [resolution.redact(e) for e in value.errors]
+            value.errors[:] = [redact(resolution.redact(e), secrets) for e in value.errors]
         return _config_infos(desc.class_name, definition, values, own_def, own_values,
                              written)
 
@@ -288,8 +295,11 @@ def _key_info(key: ConfigKey) -> ConfigKeyInfo:
 
 def _value_info(key: ConfigKey | None, value: ConfigValue, raw: Mapping[str, str]
                 ) -> ConfigValueInfo:
-    if key is not None and key.type is Type.PASSWORD and value.value is not None:
-        shown: str | None = "[hidden]"
+    # As Kafka's convertConfigValue: a PASSWORD value (here also a secret client key under
+    # any prefix, e.g. producer.override.ssl.key.password) is "[hidden]", null stays null.
+    secret = is_secret(value.name, key.type if key is not None else None)
+    if secret and (value.value is not None or raw.get(value.name) is not None):
+        shown: str | None = HIDDEN
     elif value.name in raw:
         shown = str(raw[value.name])
     elif key is not None:

@@ -69,9 +69,12 @@ def _jersey_message(status_code: int) -> str:
 
 async def _connect_error(request: Request, exc: Exception) -> Response:
     error = cast(ConnectError, exc)
-    if error.status_code >= 500:
+    if error.status_code == 500:
         log.error("Error in REST call to %s %s", request.method, request.url.path,
                   exc_info=error)
+    elif error.status_code > 500:  # a known, passing state (e.g. 503 while starting)
+        log.warning("REST call to %s %s answered %d: %s", request.method, request.url.path,
+                    error.status_code, error)
     else:
         log.debug("REST call to %s %s failed: %s", request.method, request.url.path, error)
     return error_response(error.status_code, str(error))
@@ -119,7 +122,9 @@ def _describe(error: dict[str, Any]) -> str:
 async def _validation_error(request: Request, exc: Exception) -> Response:
     error = cast(RequestValidationError, exc)
     problems: Sequence[dict[str, Any]] = error.errors()
-    log.debug("Rejected REST call to %s %s: %s", request.method, request.url.path, problems)
+    # Where and what, never the rejected input itself: it may be a secret.
+    log.debug("Rejected REST call to %s %s: %s", request.method, request.url.path,
+              [{k: v for k, v in p.items() if k not in ("input", "ctx")} for p in problems])
     if any(p["loc"][0] in ("path", "query") for p in problems):
         return error_response(404, _jersey_message(404))
     # FastAPI hands the raw bytes to validation when the content type is not JSON.

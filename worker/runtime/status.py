@@ -17,13 +17,17 @@ from worker.storage.base import (
     TaskStatus,
     TopicStatus,
 )
+from worker.util.secrets import KNOWN_SECRETS
 
 log = logging.getLogger(__name__)
 
 
 def format_trace(error: BaseException) -> str:
-    """The stack trace Kafka puts in ``trace`` (type, message and frames)."""
-    return "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    """The stack trace Kafka puts in ``trace`` (type, message and frames), scrubbed of the
+    secrets the worker knows (a message built from a config must not publish its
+    passwords in the status store)."""
+    return KNOWN_SECRETS.redact(
+        "".join(traceback.format_exception(type(error), error, error.__traceback__)))
 
 
 class StatusReporter:

@@ -17,6 +17,7 @@ from worker.api.connector import Connector, ConnectorContext, SourceConnectorCon
 from worker.api.task import OffsetStorageReader
 from worker.runtime.status import StatusReporter
 from worker.storage.base import State, TargetState
+from worker.util.secrets import KNOWN_SECRETS
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,16 @@ class _Context(SourceConnectorContext):
 
 def _as_written(config: Mapping[str, str]) -> dict[str, str]:
     return dict(config)
+
+
+def _remember_secrets(connector: Connector, config: Mapping[str, str]) -> None:
+    """The values of the connector's PASSWORD-typed keys, so that logs and status traces
+    never show them (keys secret by name were remembered as the config resolved)."""
+    try:
+        definition = connector.config()
+    except Exception:  # noqa: BLE001 - plugin code; validation reports a broken config()
+        return
+    KNOWN_SECRETS.add_config(config, {k.name: k.type for k in definition.keys.values()})
 
 
 class WorkerConnector:
@@ -152,6 +163,7 @@ class WorkerConnector:
                 except Exception as exc:
                     self._set_failed(exc)
                     return
+                _remember_secrets(self.connector, resolved)
                 try:
                     self.connector.start(resolved)
                     self._started = True

@@ -350,6 +350,64 @@ class TestPasswords:
         assert login.value.value == "[hidden]"
         assert SECRET not in repr(infos)
 
+    def test_refused_client_override_secret_is_hidden(self, registry: PluginRegistry
+                                                       ) -> None:
+        herder = make_herder(registry, **{"connector.client.config.override.policy": "None"})
+
+        infos = herder.validate_connector_config(file_source(**{
+            "producer.override.ssl.key.password": SECRET,
+            "consumer.override.sasl.jaas.config": SECRET + "-jaas"}))
+
+        configs = by_name(infos)
+        for key in ("producer.override.ssl.key.password",
+                    "consumer.override.sasl.jaas.config"):
+            assert configs[key].value.value == "[hidden]"
+            assert configs[key].value.errors  # refused by the policy, key named
+        assert SECRET not in repr(infos)
+
+    def test_plugin_messages_quoting_secrets_are_scrubbed(
+            self, herder: MinimalHerder) -> None:
+        class QuotingSource(_Base):
+            def config(self) -> ConfigDef:
+                return ConfigDef().define("login", Type.PASSWORD, None, Importance.HIGH,
+                                          "Login.")
+
+            def validate(self, connector_configs: Mapping[str, str]
+                         ) -> dict[str, ConfigValue]:
+                values = self.config().validate(connector_configs)
+                values["login"].errors.append(
+                    f"login {connector_configs['login']} refused; converter user "
+                    f"{connector_configs['value.converter.basic.auth.user.info']}")
+                return values
+
+        herder.registry.register(QuotingSource, PluginType.SOURCE, "test.Quoting")
+
+        infos = herder.validate_connector_config({
+            "name": "q", "connector.class": "test.Quoting", "login": SECRET,
+            "value.converter.basic.auth.user.info": "user:" + SECRET + "-2"})
+
+        assert by_name(infos)["login"].value.errors == [
+            "login [hidden] refused; converter user [hidden]"]
+        assert SECRET not in repr(infos)
+
+    def test_validate_or_raise_message_hides_secrets(self, herder: MinimalHerder) -> None:
+        def reject(name: str, value: Any) -> None:
+            raise ConfigException(name, value, "too weak")
+
+        class WeakSource(_Base):
+            def config(self) -> ConfigDef:
+                return ConfigDef().define("login", Type.PASSWORD, None, Importance.HIGH,
+                                          "Login.", validator=reject)
+
+        herder.registry.register(WeakSource, PluginType.SOURCE, "test.Weak2")
+
+        with pytest.raises(ConfigValidationError) as info:
+            herder.validate_or_raise({"name": "w", "connector.class": "test.Weak2",
+                                      "login": SECRET})
+
+        assert "Invalid value [hidden] for configuration login: too weak" in str(info.value)
+        assert SECRET not in str(info.value)
+
 
 class TestBadRequests:
     def test_no_connector_class(self, herder: MinimalHerder) -> None:
