@@ -13,8 +13,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from worker.api.config_def import NO_DEFAULT, ConfigDef, Importance, Type, at_least, one_of
+from worker.api.config_def import (
+    NO_DEFAULT,
+    ConfigDef,
+    Importance,
+    Type,
+    at_least,
+    in_range,
+    one_of,
+)
 from worker.api.exceptions import ConfigException
+from worker.config import crypto
 from worker.config.providers import (
     CONFIG_PROVIDERS,
     ConfigTransformer,
@@ -24,6 +33,7 @@ from worker.config.providers import (
 )
 from worker.errors import ConfigError
 from worker.util.props import strip_prefix
+from worker.util.secrets import KNOWN_SECRETS
 
 if TYPE_CHECKING:
     from worker.plugins.registry import PluginRegistry
@@ -49,6 +59,21 @@ def _partitions(name: str, value: Any) -> None:
     if value is not None and (value == 0 or value < -1):
         raise ConfigException(name, value, "Number of partitions must be positive or -1 "
                               "(the broker default)")
+
+
+def _mac_algorithm(name: str, value: Any) -> None:
+    # Kafka's message names the JVM's algorithms; ours the worker's (worker.config.crypto).
+    if crypto.hmac_algorithm(value) is None:
+        raise ConfigException(name, value, "the algorithm is not supported by this worker; "
+                              f"the supported algorithms are: {crypto.supported()}")
+
+
+def _verification_algorithms(name: str, value: Any) -> None:
+    if not value:
+        raise ConfigException(name, value, "At least one signature verification algorithm "
+                              "must be provided")
+    for algorithm in value:
+        _mac_algorithm(name, algorithm)
 
 
 def _admin_listeners(name: str, value: Any) -> None:
@@ -179,9 +204,27 @@ DISTRIBUTED = COMMON.merge(
             "Back-off before rejoining after failing to catch up with the config topic.",
             validator=at_least(0))
     .define("connect.protocol", Type.STRING, "sessioned", Importance.LOW,
-            "Kafka's rebalance protocol choice; connect-plane always uses its own "
-            "incremental protocol (see docs/distributed.md).",
+            "Kafka's protocol choice. Rebalancing is always connect-plane's incremental "
+            "protocol; sessioned (every member) turns internal request signing on "
+            "(KIP-507), eager or compatible turn it off (see docs/distributed.md).",
             validator=one_of("eager", "compatible", "sessioned"))
+    .define("inter.worker.key.generation.algorithm", Type.STRING, crypto.DEFAULT_ALGORITHM,
+            Importance.LOW, "The algorithm to use for generating internal request keys.",
+            validator=_mac_algorithm)
+    .define("inter.worker.key.size", Type.INT, None, Importance.LOW,
+            "The size of the key to use for signing internal requests, in bits. If null, "
+            "the default key size for the key generation algorithm will be used.")
+    .define("inter.worker.key.ttl.ms", Type.INT, 3600000, Importance.LOW,
+            "The TTL of generated session keys used for internal request validation (in "
+            "milliseconds).", validator=in_range(0, 2**31 - 1))
+    .define("inter.worker.signature.algorithm", Type.STRING, crypto.DEFAULT_ALGORITHM,
+            Importance.LOW, "The algorithm used to sign internal requests.",
+            validator=_mac_algorithm)
+    .define("inter.worker.verification.algorithms", Type.LIST, crypto.DEFAULT_ALGORITHM,
+            Importance.LOW, "A list of permitted algorithms for verifying internal "
+            "requests, which must include the algorithm used for the "
+            "inter.worker.signature.algorithm property.",
+            validator=_verification_algorithms)
 )
 
 
@@ -239,6 +282,9 @@ class WorkerConfig:
         except BaseException:
             self.transformer.close()
             raise
+        # Resolving remembered the secrets known by name; these are the PASSWORD-typed.
+        KNOWN_SECRETS.add_config(self.originals,
+                                 {k.name: k.type for k in self.definition.keys.values()})
         self._report_unused(provider_keys)
 
     def _resolved(self, raw: dict[str, str]) -> dict[str, str]:
@@ -305,6 +351,34 @@ class StandaloneConfig(WorkerConfig):
 
 class DistributedConfig(WorkerConfig):
     definition = DISTRIBUTED
+
+    def __init__(self, props: Mapping[str, str],
+                 registry: PluginRegistry | None = None) -> None:
+        super().__init__(props, registry)
+        try:
+            self._check_inter_worker_keys()
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_inter_worker_keys(self) -> None:
+        """Kafka's ``validateInterWorkerKeyConfigs``: a key generator can be made with the
+        size asked for, and the signature algorithm is one the verifiers accept."""
+        algorithm = self.get("inter.worker.key.generation.algorithm")
+        size = self.get("inter.worker.key.size")
+        generator = crypto.hmac_algorithm(algorithm)
+        assert generator is not None  # validated by the definition
+        if size is not None and (size < generator.min_key_bits or size <= 0):
+            reason = (f"Key length must be at least {generator.min_key_bits} bits"
+                      if generator.min_key_bits else "Key length must be positive")
+            raise ConfigError("inter.worker.key.size",
+                              f"Unable to create key generator with algorithm {algorithm} "
+                              f"and key size {size}: {reason}")
+        signature = self.get("inter.worker.signature.algorithm")
+        if signature not in self.get("inter.worker.verification.algorithms"):
+            raise ConfigError("inter.worker.signature.algorithm",
+                              "Signature algorithm must be present in "
+                              "inter.worker.verification.algorithms list")
 
     @property
     def group_id(self) -> str:

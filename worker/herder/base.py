@@ -31,6 +31,7 @@ from worker.herder.models import (
     WorkerConfigValidation,
     WorkerInfo,
 )
+from worker.herder.request_signing import InternalRequestSignature
 from worker.storage.base import TargetState, TaskId
 
 
@@ -123,6 +124,13 @@ class Herder(ABC):
     @abstractmethod
     def stop_connector(self, name: str) -> None:
         """KIP-875 STOPPED. Raises NotFoundError."""
+
+    def verify_internal_request(self, signature: InternalRequestSignature | None) -> None:
+        """Check an internal request's signature (KIP-507) before acting on it; None: the
+        request carries none. Distributed mode raises BadRequestError (no signature, an
+        algorithm not permitted), ForbiddenError (a wrong or stale signature) or a 503
+        (no session key read yet). A standalone worker takes no internal requests and
+        checks nothing, as Kafka's standalone herder ignores the signature."""
 
     def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """Distributed mode's internal write of task configs (the leader stores them).

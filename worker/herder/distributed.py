@@ -20,6 +20,10 @@ new assignment, react to config-topic updates, run queued requests, reconcile.
 * The dynamic worker configuration is one ``worker-config`` record, written by the leader
   (which applies it before answering) and applied by every worker as it reads it; it is
   not part of the assignment: no rebalance, no reconcile, no task restart.
+* Internal requests are signed (KIP-507) while the group is ``sessioned``: the leader
+  keeps a session key in the config topic and replaces it when it expires, checked on
+  every tick (``SessionKeys``); task configs go out signed with it and are checked with
+  it before anything else (``verify_internal_request``).
 """
 
 from __future__ import annotations
@@ -54,10 +58,13 @@ from worker.herder.models import (
 from worker.herder.protocol import (
     CONFIG_MISMATCH,
     NO_ERROR,
+    SESSIONED,
     MemberMetadata,
     WorkerAssignment,
 )
 from worker.herder.reconcile import Reconciler, TaskConfigs
+from worker.herder.request_signing import InternalRequestSignature
+from worker.herder.session_key import SessionKeys
 from worker.herder.task_config_sender import TaskConfigSender
 from worker.herder.threaded import REQUEST_TIMEOUT_S, ThreadedHerder
 from worker.plugins.registry import PluginRegistry
@@ -113,7 +120,16 @@ class DistributedHerder(ThreadedHerder):
                                       publish_task_configs=self._publish_task_configs,
                                       owns_connector=self._owns_connector,
                                       owns_task=self._owns_task)
-        self._sender = TaskConfigSender(lambda: self._leader_url())
+        self._protocol = str(config.get("connect.protocol")).lower()
+        self._keys = SessionKeys(config, config_store.session_key, config_store.put_session_key)
+        self._sender = TaskConfigSender(lambda: self._leader_url(), sign=self._keys.sign)
+        if self._protocol != SESSIONED:
+            log.warning("Internal request verification will be disabled for this cluster as "
+                        "this worker's connect.protocol configuration has been set to '%s'. "
+                        "If this is not intentional, either remove the 'connect.protocol' "
+                        "configuration from the worker config file or change its value to "
+                        "'sessioned'. If this configuration is left as-is, the cluster will be "
+                        "insecure (KIP-507).", self._protocol)
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -171,6 +187,8 @@ class DistributedHerder(ThreadedHerder):
             self._rejoin_at = None
             self.membership.request_rejoin()
         self._process_config_updates()
+        if self.is_leader() and self.membership.stable and self._signing_enabled():
+            self._keys.rotate_if_due()  # as Kafka's tick: a key expires without a rebalance
         if self._cleanup_at is not None and time.monotonic() >= self._cleanup_at:
             self._cleanup_at = None
             if cluster_view.has_stale_work(self._assignment, self._shape):
@@ -203,6 +221,7 @@ class DistributedHerder(ThreadedHerder):
             self.membership.request_rejoin()
             return
         self.worker.status.generation = generation
+        self._log_signing_change(assignment)
         self._assignment = assignment
         log.info("Joined generation %d as %s (leader %s): %d connector(s), %d task(s); "
                  "revoked %d connector(s), %d task(s)", generation,
@@ -233,8 +252,10 @@ class DistributedHerder(ThreadedHerder):
     def _process_config_updates(self) -> None:
         with self._updates_lock:
             updates, self._updates = self._updates, []
-        config_updates = [u for u in updates if u.kind != "worker_config"]
-        if len(config_updates) < len(updates):
+        if any(u.kind == "session_key" for u in updates):
+            log.info("Session key updated")  # used as read: nothing else to do
+        config_updates = [u for u in updates if u.kind not in ("worker_config", "session_key")]
+        if any(u.kind == "worker_config" for u in updates):
             # Applied by every worker as it reads it. No connector or task depends on it,
             # so it changes neither the shape (no rebalance) nor what runs (no reconcile).
             self._apply_worker_config()
@@ -267,7 +288,8 @@ class DistributedHerder(ThreadedHerder):
         assignment = self._assignment
         owned = assignment.assigned if assignment is not None else Assignment()
         return MemberMetadata(self.url, self.worker.worker_id,
-                              self.kafka_config_store.offset, owned, self.membership.rejoins)
+                              self.kafka_config_store.offset, owned, self.membership.rejoins,
+                              self._protocol)
 
     def _assign(self, leader_id: str, members: dict[str, MemberMetadata]
                 ) -> dict[str, WorkerAssignment]:
@@ -310,7 +332,8 @@ class DistributedHerder(ThreadedHerder):
         """Composition root, before ``start()``: ``context`` is how this worker reaches an
         https leader with task configs (the REST server's client TLS, which follows the
         dynamic worker configuration)."""
-        self._sender = TaskConfigSender(lambda: self._leader_url(), context)
+        self._sender = TaskConfigSender(lambda: self._leader_url(), context,
+                                        sign=self._keys.sign)
 
     def cluster_info(self) -> ClusterInfo:
         """The members of the current generation, as the leader sent them to everyone."""
@@ -368,6 +391,35 @@ class DistributedHerder(ThreadedHerder):
     def _modify_offsets(self, name: str, requested: list[ConnectorOffset] | None) -> Message:
         return self._when_stable(lambda: super(DistributedHerder, self)
                                  ._modify_offsets(name, requested))
+
+    # --- signed internal requests (KIP-507) -------------------------------------------------
+
+    def _signing_enabled(self) -> bool:
+        """Whether the group runs the sessioned protocol (before the first assignment: this
+        worker's own connect.protocol, as Kafka's member starts with its configured one)."""
+        assignment = self._assignment
+        return assignment.sessioned if assignment is not None else self._protocol == SESSIONED
+
+    def _log_signing_change(self, assignment: WorkerAssignment) -> None:
+        before = self._assignment
+        if before is None or before.sessioned == assignment.sessioned:
+            return
+        if assignment.sessioned:
+            log.info("Internal request validation has been re-enabled")
+        else:
+            log.warning("The protocol used by this Connect cluster has been downgraded from "
+                        "'%s' to '%s' and internal request validation is now disabled. This "
+                        "is most likely caused by a new worker joining the cluster with an "
+                        "older protocol specified for the connect.protocol configuration; if "
+                        "this is not intentional, either remove the connect.protocol "
+                        "configuration from that worker's config file, or change its value to "
+                        "'sessioned'. If this configuration is left as-is, the cluster will be "
+                        "insecure (KIP-507).", before.protocol, assignment.protocol)
+
+    def verify_internal_request(self, signature: InternalRequestSignature | None) -> None:
+        """Kafka's check, on whichever worker the request reaches, before anything else."""
+        if self._signing_enabled():
+            self._keys.verify(signature)
 
     # --- task configs -------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from worker.herder.protocol import (
     ClusterMember,
     MemberMetadata,
     WorkerAssignment,
+    group_protocol,
 )
 
 
@@ -41,13 +42,15 @@ class GroupLeader:
         self._round_pending = True
         leader_url = members[leader_id].url if leader_id in members else own_url
         wanted = max((m.config_offset for m in members.values()), default=-1)
+        protocol = group_protocol([m.protocol for m in members.values()])
         if config_offset < wanted:
-            return {m: WorkerAssignment(CONFIG_MISMATCH, leader_id, leader_url, config_offset)
+            return {m: WorkerAssignment(CONFIG_MISMATCH, leader_id, leader_url, config_offset,
+                                        protocol=protocol)
                     for m in members}
         rounds = self._assignor.assign({m: meta.owned for m, meta in members.items()},
                                        current)
         cluster = tuple(ClusterMember(members[m].url, members[m].worker_id, r.assigned)
                         for m, r in sorted(rounds.items()))
         return {m: WorkerAssignment(NO_ERROR, leader_id, leader_url, config_offset,
-                                    r.assigned, r.revoked, r.delay_ms, cluster)
+                                    r.assigned, r.revoked, r.delay_ms, cluster, protocol)
                 for m, r in rounds.items()}

@@ -6,15 +6,22 @@ Kafka Connect uses, so the coordinator refuses a mix of Java and Python workers 
 protocol name ``PROTOCOL``. Metadata and assignments are JSON:
 
 * member metadata (JoinGroup): ``{"version", "url", "worker_id", "config_offset",
-  "owned": {"connectors", "tasks"}, "rejoin"}`` — ``owned`` is what the member runs now,
+  "owned": {"connectors", "tasks"}, "rejoin", "protocol"}`` — ``owned`` is what the member runs now,
   which makes the rebalance incremental (KIP-415); ``rejoin`` counts the rejoins this
   member asked for, so a rejoin always carries changed metadata and the coordinator runs a
   new round (a coordinator may otherwise answer an unchanged member with the current
-  generation, as Tansu does even for the leader);
+  generation, as Tansu does even for the leader); ``protocol`` is the member's
+  ``connect.protocol`` (``eager``, ``compatible`` or ``sessioned``);
 * assignment (SyncGroup): ``{"version", "error", "leader", "leader_url", "config_offset",
-  "assigned", "revoked", "delay_ms", "cluster"}`` — ``cluster`` lists every member's URL,
-  worker id and assignment, so any worker can forward a request to the owner of a
-  connector or task.
+  "assigned", "revoked", "delay_ms", "cluster", "protocol"}`` — ``cluster`` lists every
+  member's URL, worker id and assignment, so any worker can forward a request to the
+  owner of a connector or task; ``protocol`` is the lowest of the members' protocols,
+  as Kafka's group settles on the highest protocol every member supports.
+
+Rebalancing is the same whatever ``protocol`` says; it decides one thing, as in Kafka:
+internal requests are signed and checked (KIP-507) only while the group is
+``sessioned``. A member or assignment without the field (an older connect-plane worker,
+which does not sign) counts as ``compatible``.
 """
 
 from __future__ import annotations
@@ -29,6 +36,12 @@ from worker.storage.base import TaskId
 PROTOCOL_TYPE = "connect"
 PROTOCOL = "connect-plane-v1"
 VERSION = 1
+
+#: Kafka's ConnectProtocolCompatibility modes, lowest first.
+PROTOCOLS = ("eager", "compatible", "sessioned")
+SESSIONED = "sessioned"
+#: What a member or assignment that does not say counts as.
+UNSPECIFIED_PROTOCOL = "compatible"
 
 NO_ERROR = 0
 #: The leader could not read the config topic up to the offset some member had read.
@@ -46,11 +59,12 @@ class MemberMetadata:
     config_offset: int
     owned: Assignment = field(default_factory=Assignment)
     rejoin: int = 0
+    protocol: str = SESSIONED
 
     def encode(self) -> bytes:
         return _dump({"version": VERSION, "url": self.url, "worker_id": self.worker_id,
                       "config_offset": self.config_offset, "owned": self.owned.to_dict(),
-                      "rejoin": self.rejoin})
+                      "rejoin": self.rejoin, "protocol": self.protocol})
 
     @classmethod
     def decode(cls, raw: bytes) -> MemberMetadata:
@@ -58,7 +72,7 @@ class MemberMetadata:
         try:
             return cls(str(body["url"]), str(body["worker_id"]), int(body["config_offset"]),
                        Assignment.from_dict(body.get("owned") or {}),
-                       int(body.get("rejoin", 0)))
+                       int(body.get("rejoin", 0)), _protocol(body))
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed member metadata: {exc}") from exc
 
@@ -82,6 +96,12 @@ class WorkerAssignment:
     revoked: Assignment = field(default_factory=Assignment)
     delay_ms: int = 0
     cluster: tuple[ClusterMember, ...] = ()
+    protocol: str = SESSIONED
+
+    @property
+    def sessioned(self) -> bool:
+        """Whether internal requests are signed in this generation (KIP-507)."""
+        return self.protocol == SESSIONED
 
     def owner_url(self, item: str | TaskId) -> str | None:
         """URL of the worker that runs a connector (name) or task, if any."""
@@ -99,7 +119,8 @@ class WorkerAssignment:
             "assigned": self.assigned.to_dict(), "revoked": self.revoked.to_dict(),
             "delay_ms": self.delay_ms,
             "cluster": [{"url": m.url, "worker_id": m.worker_id,
-                         "assignment": m.assignment.to_dict()} for m in self.cluster]})
+                         "assignment": m.assignment.to_dict()} for m in self.cluster],
+            "protocol": self.protocol})
 
     @classmethod
     def decode(cls, raw: bytes) -> WorkerAssignment:
@@ -111,9 +132,21 @@ class WorkerAssignment:
             return cls(int(body["error"]), str(body["leader"]), str(body["leader_url"]),
                        int(body["config_offset"]), Assignment.from_dict(body["assigned"]),
                        Assignment.from_dict(body["revoked"]), int(body.get("delay_ms", 0)),
-                       cluster)
+                       cluster, _protocol(body))
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed assignment: {exc}") from exc
+
+
+def group_protocol(members: list[str]) -> str:
+    """The protocol a group of members with these protocols runs: the lowest."""
+    return min(members, key=PROTOCOLS.index, default=SESSIONED)
+
+
+def _protocol(body: dict[str, Any]) -> str:
+    protocol = body.get("protocol", UNSPECIFIED_PROTOCOL)
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}")
+    return str(protocol)
 
 
 def _dump(body: dict[str, Any]) -> bytes:

@@ -9,14 +9,19 @@ An ``https`` leader is reached with the worker's inter-worker TLS context (``tls
 the REST server's, from ``listeners.https.ssl.*``; the herder layer takes it as a plain
 callable, never importing REST): one client per context, made again when the context is
 reconfigured.
+
+Requests are signed (KIP-507) by ``sign``, which the herder backs with the cluster's
+session key: each attempt is signed again with the key current then, so a send refused
+because the key was rotated meanwhile (403) succeeds on a later attempt.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from urllib.parse import quote
 
 import httpx
@@ -36,12 +41,15 @@ class TaskConfigSender:
     :param tls_context: the current TLS context for ``https`` leaders (may raise, e.g. a
         ConfigError while the settings are invalid: the attempt is then retried). Without
         it, https leaders are verified against the system's CAs.
+    :param sign: the signature headers for a request body (none: sent unsigned).
     """
 
     def __init__(self, leader_url: Callable[[], str | None],
-                 tls_context: Callable[[], ssl.SSLContext] | None = None) -> None:
+                 tls_context: Callable[[], ssl.SSLContext] | None = None, *,
+                 sign: Callable[[bytes], Mapping[str, str]] | None = None) -> None:
         self._leader_url = leader_url
         self._tls_context = tls_context
+        self._sign = sign
         self._plain: httpx.Client | None = None
         self._secure: httpx.Client | None = None
         self._secure_context: ssl.SSLContext | None = None
@@ -96,6 +104,8 @@ class TaskConfigSender:
         return self._secure
 
     def _deliver(self, connector: str, configs: list[dict[str, str]]) -> None:
+        # The bytes sent are the bytes signed.
+        body = json.dumps(configs, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         delay = BACKOFF_S
         for attempt in range(1, MAX_ATTEMPTS + 1):
             with self._cond:
@@ -105,8 +115,10 @@ class TaskConfigSender:
             if url is not None:
                 target = f"{url.rstrip('/')}/connectors/{quote(connector, safe='')}/tasks"
                 try:
+                    headers = {"Content-Type": "application/json",
+                               **(self._sign(body) if self._sign is not None else {})}
                     response = self._client(url).post(target, params={"forward": "true"},
-                                                      json=configs)
+                                                      content=body, headers=headers)
                 except Exception as exc:  # noqa: BLE001 - HTTP or TLS settings; retried
                     log.info("Sending task configs of %s to the leader failed (attempt %d): "
                              "%s", connector, attempt, exc)

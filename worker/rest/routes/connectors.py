@@ -29,6 +29,7 @@ from worker.rest.datamodels.connectors import (
     TaskStateResponse,
 )
 from worker.rest.deps import HerderDep, query_flag
+from worker.rest.internal_requests import InternalSignature
 from worker.rest.openapi import CLUSTER_CONFLICT, UNKNOWN_CONNECTOR, error_responses
 from worker.rest.routing import ConnectRoute
 
@@ -230,11 +231,18 @@ def get_task_configs(connector: str, herder: HerderDep) -> list[TaskInfo]:
 @router.post("/{connector}/tasks", status_code=204, response_class=Response,
              summary="Internal: task configs from the worker running the connector",
              responses=error_responses(
-                 (400, "Standalone mode, where task configs cannot be set from outside"),
-                 CLUSTER_CONFLICT))
+                 (400, "Standalone mode, where task configs cannot be set from outside; "
+                       "a missing or malformed request signature, or an algorithm not "
+                       "permitted (KIP-507)"),
+                 (403, "The request signature does not match the session key"),
+                 CLUSTER_CONFLICT,
+                 (503, "No session key read from the config topic yet")))
 def put_task_configs(connector: str, herder: HerderDep,
-                     configs: Annotated[list[ConfigMap], Body()]) -> Response:
-    """Distributed mode: a follower hands its connector's task configs to the leader."""
+                     configs: Annotated[list[ConfigMap], Body()],
+                     signature: InternalSignature) -> Response:
+    """Distributed mode: a follower hands its connector's task configs to the leader,
+    signed with the session key (KIP-507), which is checked first."""
+    herder.verify_internal_request(signature)
     herder.put_task_configs(connector, [dict(c) for c in configs])
     return Response(status_code=204)
 

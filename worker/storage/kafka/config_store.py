@@ -1,11 +1,12 @@
-"""Connector configs, task configs, target states and the worker-config overrides in the
-config topic (one partition).
+"""Connector configs, task configs, target states, the worker-config overrides and the
+session key (KIP-507) in the config topic (one partition).
 
 The state is rebuilt from the topic exactly as Kafka's ``KafkaConfigBackingStore`` does:
 task configs wait for their ``commit-{c}`` record, which makes tasks 0..N-1 visible at
 once (or, if some are missing, e.g. after compaction of a half-written update, keeps the
 previous tasks). The ``worker-config`` record holds every override at once (a tombstone
-clears them); its offset is their version. Every write is read back before returning, so
+clears them); its offset is their version. The last ``session-key`` record read is the
+current session key. Every write is read back before returning, so
 ``snapshot()`` and ``worker_config()`` reflect it. Only the leader writes (the herder
 forwards); writes are serialised in this process.
 """
@@ -33,6 +34,7 @@ from worker.storage.kafka.formats import (
     TASK_PREFIX,
     ConfigRecord,
     RestartRequest,
+    SessionKey,
     config_key,
 )
 from worker.storage.kafka.log import LogRecord
@@ -46,8 +48,9 @@ class ConfigUpdate:
     """A change read from the config topic, for the herder.
 
     ``kind``: ``"connector"`` (config put or removed), ``"tasks"`` (a commit applied),
-    ``"target_state"``, ``"restart"`` (with ``restart``) or ``"worker_config"`` (the
-    overrides changed; ``connector`` empty, ``version`` the record's offset).
+    ``"target_state"``, ``"restart"`` (with ``restart``), ``"worker_config"`` (the
+    overrides changed; ``connector`` empty, ``version`` the record's offset) or
+    ``"session_key"`` (a new session key; ``connector`` empty).
     """
 
     kind: str
@@ -68,6 +71,7 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
         self._deferred: dict[str, dict[int, dict[str, str]]] = {}  # uncommitted task configs
         self._offset = -1
         self._worker_config = WorkerConfigOverrides(-1)
+        self._session_key: SessionKey | None = None
 
     def set_listener(self, callback: Callable[[ConfigUpdate], None] | None) -> None:
         """``callback(ConfigUpdate)`` on the log thread after a record was applied."""
@@ -93,7 +97,17 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
             stored = self._worker_config
         return WorkerConfigOverrides(stored.version, dict(stored.properties))
 
+    def session_key(self) -> SessionKey | None:
+        """The session key read last (KIP-507); None until the leader wrote one."""
+        with self._lock:
+            return self._session_key
+
     # --------------------------------------------------------------------------- writes
+
+    def put_session_key(self, session_key: SessionKey) -> None:
+        """Distribute a new session key (the leader); read back before returning."""
+        log.debug("Distributing new session key")
+        self._write([(formats.session_key_key(), formats.session_key_value(session_key))])
 
     def put_worker_config(self, properties: Mapping[str, str]) -> None:
         """One ``worker-config`` record with every override; none at all: a tombstone."""
@@ -154,6 +168,9 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
         if record.kind == "worker-config":
             self._worker_config = WorkerConfigOverrides(offset, record.properties or {})
             return ConfigUpdate("worker_config", "", version=offset)
+        if record.kind == "session-key":
+            self._session_key = record.session_key
+            return ConfigUpdate("session_key", "")
         if record.kind == "connector":
             if record.properties is None:
                 state.connector_configs.pop(connector, None)

@@ -9,10 +9,12 @@ a malformed one is logged at WARNING with its key only (values hold secrets).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from worker.errors import StorageError
@@ -110,10 +112,20 @@ class RestartRequest:
     only_failed: bool = False
 
 
+@dataclass(frozen=True)
+class SessionKey:
+    """KIP-507: the key the leader distributes for signing internal requests. The key
+    bytes never appear in a repr (or a log line)."""
+
+    key: bytes = field(repr=False)
+    algorithm: str  # the key generation algorithm, Java's name (e.g. HmacSHA256)
+    creation_timestamp: int  # epoch milliseconds
+
+
 class ConfigRecord(NamedTuple):
     """A config-topic record; ``kind`` names its key: connector, task, commit, target-state,
-    restart, worker-config (``connector`` empty), or other (understood, not used (yet):
-    session key, task fencing, ...)."""
+    restart, worker-config (``connector`` empty), session-key (``connector`` empty, with
+    ``session_key``), or other (understood, not used (yet): task fencing, ...)."""
 
     kind: str
     connector: str
@@ -122,6 +134,7 @@ class ConfigRecord(NamedTuple):
     number: int = 0  # the task's number; a commit's task count
     state: TargetState | None = None  # None: reset
     restart: RestartRequest | None = None
+    session_key: SessionKey | None = None
 
 
 def config_key(prefix: str, connector: str, task: int | None = None) -> bytes:
@@ -169,6 +182,17 @@ def worker_config_value(properties: Mapping[str, str]) -> bytes | None:
                   "properties": string_map(properties, "worker config")}, "worker config")
 
 
+def session_key_key() -> bytes:
+    return SESSION_KEY.encode()
+
+
+def session_key_value(session_key: SessionKey) -> bytes:
+    """Kafka's ``SESSION_KEY_V0``: ``{"key": base64, "algorithm", "creation-timestamp"}``."""
+    return dumps({"key": base64.b64encode(session_key.key).decode("ascii"),
+                  "algorithm": session_key.algorithm,
+                  "creation-timestamp": session_key.creation_timestamp}, "session key")
+
+
 def decode_config_record(key: bytes | None, value: bytes | None) -> ConfigRecord | None:
     """The config-topic record, or None to skip it."""
     try:
@@ -203,7 +227,9 @@ def _config_record(key: str, data: Any) -> ConfigRecord | None:
     if key == WORKER_CONFIG_KEY:
         return ConfigRecord("worker-config", "",
                             None if data is None else _worker_config(data))
-    if key == SESSION_KEY or key.startswith(OTHER_CONFIG_PREFIXES):
+    if key == SESSION_KEY:
+        return ConfigRecord("session-key", "", session_key=_session_key(data))
+    if key.startswith(OTHER_CONFIG_PREFIXES):
         return ConfigRecord("other", key)
     raise _Malformed("unknown key")
 
@@ -221,6 +247,21 @@ def _worker_config(data: Any) -> dict[str, str]:
     if _int(_object(data, "the value").get("version"), "'version'") < 0:
         raise _Malformed("'version' is negative")
     return _properties(data)
+
+
+def _session_key(data: Any) -> SessionKey:
+    if data is None:
+        raise _Malformed("a session key is unexpectedly null")
+    data = _object(data, "a session key")
+    encoded, algorithm = data.get("key"), data.get("algorithm")
+    if not isinstance(encoded, str) or not isinstance(algorithm, str):
+        raise _Malformed("'key' or 'algorithm' is not a string")
+    try:
+        key = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise _Malformed("'key' is not base64") from exc
+    return SessionKey(key, algorithm, _int(data.get("creation-timestamp"),
+                                           "'creation-timestamp'"))
 
 
 def _target_state(data: Any) -> TargetState:

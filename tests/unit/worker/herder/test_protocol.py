@@ -12,6 +12,7 @@ from worker.herder.protocol import (
     MemberMetadata,
     ProtocolError,
     WorkerAssignment,
+    group_protocol,
 )
 from worker.storage.base import TaskId
 
@@ -44,3 +45,24 @@ def test_malformed_metadata_is_a_protocol_error(raw: bytes) -> None:
         MemberMetadata.decode(raw)
     with pytest.raises(ProtocolError):
         WorkerAssignment.decode(raw)
+
+
+def test_group_runs_the_lowest_protocol_of_its_members() -> None:
+    assert group_protocol(["sessioned", "sessioned"]) == "sessioned"
+    assert group_protocol(["sessioned", "compatible", "sessioned"]) == "compatible"
+    assert group_protocol(["compatible", "eager"]) == "eager"
+
+
+def test_protocol_travels_and_defaults_to_compatible_when_absent() -> None:
+    metadata = MemberMetadata("http://w1:8083", "w1:8083", 0, protocol="eager")
+    assert MemberMetadata.decode(metadata.encode()).protocol == "eager"
+    older = b'{"url": "u", "worker_id": "w", "config_offset": 0}'
+    assert MemberMetadata.decode(older).protocol == "compatible"
+    assignment = WorkerAssignment(NO_ERROR, "m", "http://w1:8083", 0)
+    assert assignment.sessioned
+    raw = (b'{"error": 0, "leader": "m", "leader_url": "u", "config_offset": 0, '
+           b'"assigned": {}, "revoked": {}}')
+    assert not WorkerAssignment.decode(raw).sessioned
+    with pytest.raises(ProtocolError):
+        MemberMetadata.decode(b'{"url": "u", "worker_id": "w", "config_offset": 0, '
+                              b'"protocol": "v9"}')

@@ -38,6 +38,8 @@ STARTING = "starting"  # health() says starting: 503
 UNHEALTHY = "unhealthy"  # health() says unhealthy: 500
 NO_TRACKING = "no_tracking"  # topic.tracking.enable=false: 403
 LEADER = "leader"  # a distributed leader stores the task configs a follower sends: 204
+BAD_SIGNATURE = "bad_signature"  # an internal request's signature does not match: 403
+NO_SESSION_KEY = "no_session_key"  # no session key read yet (KIP-507): 503
 
 
 class Client(Protocol):
@@ -205,4 +207,6 @@ FAKE_CASES: list[Case] = [
     _faulty("GET /connectors/{connector}/topics", 403, NO_TRACKING),
     _faulty("PUT /connectors/{connector}/topics/reset", 403, NO_TRACKING),
     _faulty("POST /connectors/{connector}/tasks", 204, LEADER),
+    _faulty("POST /connectors/{connector}/tasks", 403, BAD_SIGNATURE),
+    _faulty("POST /connectors/{connector}/tasks", 503, NO_SESSION_KEY),
 ]

@@ -19,9 +19,11 @@ from fastapi.testclient import TestClient
 
 from tests.unit.worker.rest.conftest import FakeHerder
 from tests.unit.worker.rest.openapi_contract import (
+    BAD_SIGNATURE,
     FAKE_CASES,
     HERDER_DOWN,
     LEADER,
+    NO_SESSION_KEY,
     NO_TRACKING,
     REBALANCE,
     SAMPLES,
@@ -36,6 +38,7 @@ from tests.unit.worker.rest.openapi_contract import (
 from worker.errors import RebalanceNeededError, StorageError
 from worker.herder.base import Herder
 from worker.herder.models import HealthStatus
+from worker.herder.request_signing import InvalidSignatureError, SessionKeyUnavailableError
 from worker.rest.app import create_app
 
 #: Every call REST can make on a herder.
@@ -76,6 +79,8 @@ FAULTS: dict[str, Callable[[FakeHerder], None]] = {
     UNHEALTHY: _health(HealthStatus("unhealthy", "Worker's herder thread is stuck")),
     NO_TRACKING: _no_tracking,
     LEADER: _leader,
+    BAD_SIGNATURE: _every_call_raises(InvalidSignatureError),
+    NO_SESSION_KEY: _every_call_raises(SessionKeyUnavailableError),
 }
 
 
