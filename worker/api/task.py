@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from typing import Any, NamedTuple
 
 from worker.api.connector import DEFAULT_VERSION, TopicPartition
@@ -54,6 +55,17 @@ class SourceTaskContext(ABC):
     def offset_storage_reader(self) -> OffsetStorageReader: ...
 
 
+class ErrantRecordReporter(ABC):
+    """KIP-610: a sink task reports a record it cannot write instead of failing."""
+
+    @abstractmethod
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
+        """Report ``record`` (from ``put``, on the task's thread) to the connector's error
+        log and dead letter queue. The future completes once the dead letter queue has the
+        record; offsets past it are committed only after that. Raises ConnectException
+        when ``errors.tolerance=none`` (the task should fail)."""
+
+
 class SinkTaskContext(ABC):
     @property
     @abstractmethod
@@ -79,6 +91,11 @@ class SinkTaskContext(ABC):
     @abstractmethod
     def request_commit(self) -> None:
         """Commit consumer offsets as soon as possible."""
+
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        """The reporter for records ``put`` cannot write (KIP-610); None when the connector
+        has neither a dead letter queue nor ``errors.log.enable``."""
+        return None
 
 
 class Task(ABC):

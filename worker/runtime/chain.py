@@ -42,6 +42,21 @@ class TransformationChain:
     def __bool__(self) -> bool:
         return bool(self._stages)
 
+    def __len__(self) -> int:
+        return len(self._stages)
+
+    def transform_class(self, index: int) -> type:
+        """The class of the ``index``-th transformation (for error reports)."""
+        return type(self._stages[index][0])
+
+    def apply_stage(self, index: int, record: Any) -> Any:
+        """Apply the ``index``-th transformation alone (with its predicate), as the error
+        handler does stage by stage when a record failed (``worker.runtime.error_handling``)."""
+        transform, predicate, negate = self._stages[index]
+        if predicate is not None and predicate.test(record) == negate:
+            return record
+        return transform.apply(record)
+
     def apply(self, record: Any) -> Any:
         for transform, predicate, negate in self._stages:
             if predicate is not None and predicate.test(record) == negate:

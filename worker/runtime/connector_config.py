@@ -7,6 +7,7 @@ validation (``/config/validate``, create, update) and the runtime read one sourc
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from worker.api.config_def import (
@@ -14,6 +15,7 @@ from worker.api.config_def import (
     ConfigDef,
     Importance,
     Type,
+    Width,
     at_least,
     non_empty_string_without_control_chars,
     one_of,
@@ -26,6 +28,7 @@ COMMON_GROUP = "Common"
 TRANSFORMS_GROUP = "Transforms"
 PREDICATES_GROUP = "Predicates"
 ERROR_GROUP = "Error Handling"
+DLQ_TOPIC_NAME = "errors.deadletterqueue.topic.name"
 
 OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
 # Kafka's PrincipalConnectorClientConfigOverridePolicy allows exactly these.
@@ -59,13 +62,41 @@ COMMON = (
     .define("predicates", Type.LIST, "", Importance.LOW,
             "Aliases for the predicates used by transformations.",
             group=PREDICATES_GROUP, order_in_group=1, display_name="Predicates")
+    # Kafka's Error Handling group: names, types, defaults and order as in its
+    # ConnectorConfig (docs/error-handling.md).
+    .define("errors.retry.timeout", Type.LONG, 0, Importance.MEDIUM,
+            "The maximum duration in milliseconds that a failed operation will be "
+            "reattempted. The default is 0, which means no retries will be attempted. Use -1 "
+            "for infinite retries.",
+            group=ERROR_GROUP, order_in_group=1, width=Width.MEDIUM,
+            display_name="Retry Timeout for Errors")
+    .define("errors.retry.delay.max.ms", Type.LONG, 60000, Importance.MEDIUM,
+            "The maximum duration in milliseconds between consecutive retry attempts. Jitter "
+            "will be added to the delay once this limit is reached to prevent thundering "
+            "herd issues.",
+            group=ERROR_GROUP, order_in_group=2, width=Width.MEDIUM,
+            display_name="Maximum Delay Between Retries for Errors")
     .define("errors.tolerance", Type.STRING, "none", Importance.MEDIUM,
-            "none: any conversion/transformation error fails the task; all: skip the record.",
-            validator=one_of("none", "all"), group=ERROR_GROUP, order_in_group=1,
-            display_name="Error Tolerance")
+            "Behavior for tolerating errors during connector operation. 'none' is the default "
+            "value and signals that any error will result in an immediate connector task "
+            "failure; 'all' changes the behavior to skip over problematic records.",
+            validator=one_of("none", "all"), group=ERROR_GROUP, order_in_group=3,
+            width=Width.SHORT, display_name="Error Tolerance")
     .define("errors.log.enable", Type.BOOLEAN, False, Importance.MEDIUM,
-            "Log each skipped record's error (never its contents).",
-            group=ERROR_GROUP, order_in_group=2, display_name="Log Errors")
+            "If true, write each error and the details of the failed operation and "
+            "problematic record to the Connect application log. This is 'false' by default, "
+            "so that only errors that are not tolerated are reported.",
+            group=ERROR_GROUP, order_in_group=4, width=Width.SHORT, display_name="Log Errors")
+    .define("errors.log.include.messages", Type.BOOLEAN, False, Importance.MEDIUM,
+            "Whether to include in the log the Connect record that resulted in a failure. "
+            "For sink records, the key, value and headers are added to the topic, partition, "
+            "offset, and timestamp logged anyway. For source records, the key and value (and "
+            "their schemas), all headers, and the timestamp, Kafka topic, Kafka partition, "
+            "source partition, and source offset will be logged. This is 'false' by default, "
+            "which will prevent record keys, values, and headers from being written to log "
+            "files.",
+            group=ERROR_GROUP, order_in_group=5, width=Width.SHORT,
+            display_name="Log Error Details")
 )
 
 SINK = COMMON.merge(
@@ -77,6 +108,26 @@ SINK = COMMON.merge(
             "Regular expression of topics to consume (use this or topics).",
             validator=valid_regex(), group=COMMON_GROUP, order_in_group=4,
             display_name="Topics regex")
+    .define(DLQ_TOPIC_NAME, Type.STRING, "", Importance.MEDIUM,
+            "The name of the topic to be used as the dead letter queue (DLQ) for messages "
+            "that result in an error when processed by this sink connector, or its "
+            "transformations or converters. The topic name is blank by default, which means "
+            "that no messages are to be recorded in the DLQ.",
+            group=ERROR_GROUP, order_in_group=6, width=Width.MEDIUM,
+            display_name="Dead Letter Queue Topic Name")
+    .define("errors.deadletterqueue.topic.replication.factor", Type.SHORT, 3,
+            Importance.MEDIUM,
+            "Replication factor used to create the dead letter queue topic when it doesn't "
+            "already exist.",
+            group=ERROR_GROUP, order_in_group=7, width=Width.MEDIUM,
+            display_name="Dead Letter Queue Topic Replication Factor")
+    .define("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN, False,
+            Importance.MEDIUM,
+            "If true, add headers containing error context to the messages written to the "
+            "dead letter queue. To avoid clashing with headers from the original record, all "
+            "error context header keys will start with <code>__connect.errors.</code>",
+            group=ERROR_GROUP, order_in_group=8, width=Width.MEDIUM,
+            display_name="Enable Error Context Headers")
 )
 
 SOURCE = COMMON
@@ -138,6 +189,30 @@ def enrich(definition: ConfigDef, config: Mapping[str, str], registry: PluginReg
     return enriched, errors
 
 
+def _dlq_errors(config: Mapping[str, str], topics: list[str], regex: str) -> dict[str, str]:
+    """Kafka's SinkConnectorConfig.validate: the DLQ topic may not be one the connector
+    consumes (the error is on ``topics`` / ``topics.regex``, as in Kafka)."""
+    dlq = (config.get(DLQ_TOPIC_NAME) or "").strip()
+    if not dlq:
+        return {}
+    errors: dict[str, str] = {}
+    names = list(dict.fromkeys(t.strip() for t in topics if t.strip()))
+    if dlq in names:
+        errors["topics"] = (f"The DLQ topic '{dlq}' may not be included in the list of "
+                            f"topics ('topics=[{', '.join(names)}]') consumed by the "
+                            "connector")
+    if regex:
+        try:
+            matches = re.fullmatch(regex, dlq) is not None
+        except re.error:
+            matches = False  # the regex's own validator reports it
+        if matches:
+            errors["topics.regex"] = (f"The DLQ topic '{dlq}' may not be matched by the regex "
+                                      f"for the topics ('topics.regex={regex}') consumed by "
+                                      "the connector")
+    return errors
+
+
 def extra_errors(config: Mapping[str, str], connector_type: str, override_policy: str
                  ) -> dict[str, str]:
     """Rules spanning several keys, as Kafka's AbstractHerder applies them."""
@@ -149,6 +224,8 @@ def extra_errors(config: Mapping[str, str], connector_type: str, override_policy
             errors["topics"] = ("Must configure one of topics or topics.regex, not both")
         elif not topics and not regex:
             errors["topics"] = "Must configure one of topics or topics.regex"
+        errors.update({k: m for k, m in _dlq_errors(config, topics, regex).items()
+                       if k not in errors})
     for alias in aliases(config, "transforms"):
         predicate = config.get(f"transforms.{alias}.predicate")
         if predicate and predicate not in aliases(config, "predicates"):

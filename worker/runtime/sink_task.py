@@ -8,6 +8,7 @@ every ``offset.flush.interval.ms``, when partitions are revoked, and on stop.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import cast
@@ -17,10 +18,19 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from worker.api.connector import TopicPartition
 from worker.api.converter import Converter
+from worker.api.data import SchemaAndValue
 from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SinkRecord
-from worker.api.task import SinkTask, SinkTaskContext
+from worker.api.task import ErrantRecordReporter, SinkTask, SinkTaskContext
 from worker.runtime.chain import TransformationChain
+from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
+from worker.runtime.error_handling import (
+    TOLERANCE_EXCEEDED,
+    ErrorHandlingConfig,
+    RetryInterrupted,
+    RetryWithToleranceOperator,
+)
+from worker.runtime.sink_errors import TIMESTAMP_TYPES, SinkErrorHandler
 from worker.runtime.status import StatusReporter
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import State, TargetState, TaskId
@@ -30,7 +40,7 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 2000
 POLL_TIMEOUT_S = 0.2
-_TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
+_TIMESTAMP_TYPES = TIMESTAMP_TYPES
 
 
 class _Context(SinkTaskContext):
@@ -62,6 +72,9 @@ class _Context(SinkTaskContext):
     def request_commit(self) -> None:
         self.commit_requested = True
 
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        return self._owner.errant_reporter
+
 
 class WorkerSinkTask(WorkerTask):
     def __init__(self, task_id: TaskId, task: SinkTask, task_config: dict[str, str],
@@ -69,7 +82,8 @@ class WorkerSinkTask(WorkerTask):
                  consumer_config: dict[str, str], topics: list[str], topics_regex: str,
                  key_converter: Converter, value_converter: Converter,
                  chain: TransformationChain, offset_flush_interval_ms: int,
-                 tolerate_errors: bool = False,
+                 error_config: ErrorHandlingConfig | None = None,
+                 dlq: DeadLetterQueueReporter | None = None,
                  on_topic: Callable[[str], None] | None = None) -> None:
         super().__init__(task_id, task, task_config, target_state, status, on_topic)
         self.sink_task: SinkTask = task
@@ -79,7 +93,16 @@ class WorkerSinkTask(WorkerTask):
         self._value_converter = value_converter
         self._chain = chain
         self._flush_interval_s = offset_flush_interval_ms / 1000
-        self._tolerate_errors = tolerate_errors
+        # errors.*: retries, tolerance, the error log and the dead letter queue, used only
+        # once a record has failed (the slow path, worker.runtime.sink_errors). A retry's
+        # backoff ends at once when the task stops or pauses.
+        self._retry_interrupt = threading.Event()
+        errors = error_config or ErrorHandlingConfig()
+        self._errors = SinkErrorHandler(
+            task_id, errors, RetryWithToleranceOperator(errors, self._retry_interrupt),
+            key_converter, value_converter, chain, self._build_record, dlq)
+        # As Kafka, reports name the SinkTask base class as the stage's class.
+        self.errant_reporter = self._errors.errant_record_reporter(SinkTask)
         self._consumer: Consumer | None = None
         self._context = _Context(self)
         self.assignment: set[TopicPartition] = set()
@@ -90,6 +113,7 @@ class WorkerSinkTask(WorkerTask):
     # --- setup ---------------------------------------------------------------------------
 
     def initialize(self) -> None:
+        self._errors.start()
         self._consumer = Consumer(self._consumer_config)
         self.sink_task.initialize(self._context)
         self.sink_task.start(self.task_config)
@@ -149,7 +173,11 @@ class WorkerSinkTask(WorkerTask):
                     # Only records put() may be committed: a batch abandoned by a stop
                     # must be consumed again, not skipped.
                     self._current.update(positions)
-                    if poison is not None:
+                    if isinstance(poison, RetryInterrupted):
+                        # Paused or stopping in a retry: the record and the rest of the
+                        # batch are consumed again later.
+                        self._rewind(consumer, poison.rest)
+                    elif poison is not None:
                         # Everything before the bad record is delivered and committed, so
                         # the group's offset is the bad record's: moving it one past skips
                         # that record alone (the KIP-875 runbook), nothing else.
@@ -160,6 +188,7 @@ class WorkerSinkTask(WorkerTask):
             if self._context.commit_requested or time.monotonic() >= next_commit:
                 self._context.commit_requested = False
                 self._commit()
+                self._errors.raise_if_failed()
                 next_commit = time.monotonic() + self._flush_interval_s
 
     def _apply_target_state(self, consumer: Consumer) -> None:
@@ -186,9 +215,12 @@ class WorkerSinkTask(WorkerTask):
         self._context.rewinds.clear()
 
     def _convert(self, messages: list[ConsumedMessage]
-                 ) -> tuple[list[SinkRecord], dict[TopicPartition, int], ConnectException | None]:
+                 ) -> tuple[list[SinkRecord], dict[TopicPartition, int],
+                            ConnectException | RetryInterrupted | None]:
         """The batch's records, the next offset per partition once they are put, and the
-        error of a record that failed conversion or transformation (``errors.tolerance=none``).
+        error of a record that failed conversion or transformation (``errors.tolerance=none``)
+        or whose retries a pause or stop interrupted (``RetryInterrupted``, with the messages
+        not processed).
 
         On such a record the batch ends before it: the records before it are returned, and
         positions do not move past it, so it is the next record read after a restart.
@@ -224,30 +256,61 @@ class WorkerSinkTask(WorkerTask):
                 key_schema, key = key_conv(topic, msg.key())
                 value_schema, value = value_conv(topic, msg.value())
                 ts_type, ts = msg.timestamp()
-                record = SinkRecord(topic, partition, key_schema, key, value_schema, value,
-                                    offset, ts if ts_type else None,
-                                    _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
-                                    msg.headers())
+                record: SinkRecord | None = SinkRecord(
+                    topic, partition, key_schema, key, value_schema, value, offset,
+                    ts if ts_type else None, _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
+                    msg.headers())
                 if chain is not None:
                     record = chain.apply(record)
-            except Exception as exc:
-                # errors.tolerance: "none" fails the task; "all" skips the record.
-                if not self._tolerate_errors:
+            except Exception:
+                # The slow path: run the record again stage by stage, with retries, and
+                # report it (log, dead letter queue); errors.tolerance decides the rest.
+                self._retry_interrupt.clear()
+                if self.stopping.is_set() or self.target_state is TargetState.PAUSED:
+                    self._retry_interrupt.set()
+                try:
+                    record = self._errors.recover(msg)
+                except RetryInterrupted as interrupted:
+                    interrupted.rest = messages[messages.index(msg):]
+                    return records, positions, interrupted
+                except ConnectException as exc:
                     # Kafka's wording, plus where the record is: the operator needs its
-                    # offset to skip it (the trace keeps the converter's error as cause).
+                    # offset to skip it (the trace keeps the stage's error as cause).
+                    cause = exc.__cause__ or exc
                     failure = ConnectException(
-                        f"Tolerance exceeded in error handler: converting or transforming "
-                        f"the record at offset {offset} of {topic}-{partition} failed: "
-                        f"{type(exc).__name__}: {exc}")
-                    failure.__cause__ = exc
+                        f"{TOLERANCE_EXCEEDED}: converting or transforming the record at "
+                        f"offset {offset} of {topic}-{partition} failed: "
+                        f"{type(cause).__name__}: {cause}")
+                    failure.__cause__ = cause
                     return records, positions, failure
-                log.warning("Task %s: skipped %s-%d@%d, conversion or transformation "
-                            "failed", self.id, topic, partition, offset, exc_info=True)
-                record = None
             positions[tp] = offset + 1
             if record is not None:
                 append(record)
         return records, positions, None
+
+    @staticmethod
+    def _build_record(msg: ConsumedMessage, key: SchemaAndValue, value: SchemaAndValue
+                      ) -> SinkRecord:
+        """The SinkRecord of a consumed message, as ``_convert`` builds it (slow path)."""
+        ts_type, ts = msg.timestamp()
+        return SinkRecord(msg.topic(), msg.partition(), key[0], key[1], value[0], value[1],
+                          msg.offset(), ts if ts_type else None,
+                          _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"), msg.headers())
+
+    def _rewind(self, consumer: Consumer, rest: list[ConsumedMessage]) -> None:
+        """Seek each partition back to its first message in ``rest`` (not processed)."""
+        first: dict[TopicPartition, int] = {}
+        for msg in rest:
+            if msg.error() is None:
+                first.setdefault(TopicPartition(msg.topic(), msg.partition()), msg.offset())
+        for tp, offset in first.items():
+            if tp in self.assignment:
+                consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, offset))
+
+    def transition_to(self, target: TargetState) -> None:
+        super().transition_to(target)
+        if target is TargetState.PAUSED:
+            self._retry_interrupt.set()  # a retry in progress ends; the record waits
 
     def _warn_once(self, error: KafkaError) -> None:
         if error.code() not in self._warned:
@@ -290,6 +353,10 @@ class WorkerSinkTask(WorkerTask):
         chosen = {tp: off for tp, off in committable.items() if tp in self.assignment}
         if not chosen:
             return {}
+        if not self._errors.before_commit():
+            # A record skipped to the dead letter queue is not acknowledged there yet:
+            # committing past it could lose it. The next commit tries again.
+            return {}
         try:
             consumer.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, off)
                                      for tp, off in chosen.items()], asynchronous=False)
@@ -300,10 +367,11 @@ class WorkerSinkTask(WorkerTask):
         return chosen
 
     def _interrupt(self) -> None:
-        """Stopping needs no call into the plugin: the loop sees ``stopping`` within one
-        poll (``POLL_TIMEOUT_S``). Calling the sink's stop() from another thread, as for
-        sources, could close its resources under a running put(): records the task then
-        drops would still be committed."""
+        """Stopping needs no call into the plugin, only a retry's backoff is ended: the
+        loop sees ``stopping`` within one poll (``POLL_TIMEOUT_S``). Calling the sink's
+        stop() from another thread, as for sources, could close its resources under a
+        running put(): records the task then drops would still be committed."""
+        self._retry_interrupt.set()
 
     def close(self) -> None:
         consumer = self._consumer
@@ -318,6 +386,7 @@ class WorkerSinkTask(WorkerTask):
             # stop() never runs concurrently with put() or flush() (see _interrupt).
             self.sink_task.stop()
         finally:
+            self._errors.close()
             self._key_converter.close()
             self._value_converter.close()
             self._chain.close()

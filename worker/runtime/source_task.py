@@ -14,7 +14,13 @@ from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SourceRecord
 from worker.api.task import RecordMetadata, SourceTask, SourceTaskContext
 from worker.runtime.chain import TransformationChain
+from worker.runtime.error_handling import (
+    ErrorHandlingConfig,
+    RetryInterrupted,
+    RetryWithToleranceOperator,
+)
 from worker.runtime.offsets import OffsetTracker, StoreOffsetReader
+from worker.runtime.source_errors import SourceErrorHandler
 from worker.runtime.status import StatusReporter
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import OffsetBackingStore, TargetState, TaskId
@@ -56,7 +62,7 @@ class WorkerSourceTask(WorkerTask):
                  producer_config: dict[str, str], key_converter: Converter,
                  value_converter: Converter, chain: TransformationChain,
                  offset_store: OffsetBackingStore, offset_flush_interval_ms: int,
-                 offset_flush_timeout_ms: int, tolerate_errors: bool = False,
+                 offset_flush_timeout_ms: int, error_config: ErrorHandlingConfig | None = None,
                  on_topic: Callable[[str], None] | None = None) -> None:
         super().__init__(task_id, task, task_config, target_state, status, on_topic)
         self.source_task: SourceTask = task
@@ -67,7 +73,12 @@ class WorkerSourceTask(WorkerTask):
         self._offset_store = offset_store
         self._flush_interval_s = offset_flush_interval_ms / 1000
         self._flush_timeout_s = offset_flush_timeout_ms / 1000
-        self._tolerate_errors = tolerate_errors
+        # errors.*: retries, tolerance and the error log, used only once a record has
+        # failed (the slow path, worker.runtime.source_errors).
+        errors = error_config or ErrorHandlingConfig()
+        self._errors = SourceErrorHandler(
+            task_id, errors, RetryWithToleranceOperator(errors, self.stopping),
+            key_converter, value_converter, chain)
         self._tracker = OffsetTracker()
         self._delivery_error: KafkaException | None = None
         self._producer: Producer | None = None
@@ -103,7 +114,12 @@ class WorkerSourceTask(WorkerTask):
                 self.stopping.wait(RETRY_BACKOFF_S)
                 records = None
             if records:
-                self._send(records)
+                try:
+                    self._send(records)
+                except RetryInterrupted:
+                    # Stopping during a retry: the batch's offsets are not committed, so
+                    # it is polled again after a restart.
+                    break
             now = time.monotonic()
             if now >= next_poll:
                 # Serves delivery-failure reports; costs ~0.3 ms, so not after every batch.
@@ -166,13 +182,16 @@ class WorkerSourceTask(WorkerTask):
                 key = key_bytes
                 value = value_conv(topic, out.value_schema, out.value)
             except Exception:
-                # errors.tolerance: "none" fails the task; "all" skips the record.
+                # The slow path: run the record again stage by stage, with retries and the
+                # error log; errors.tolerance=none raises (the task fails), all skips it.
                 last_key = _NOTHING
-                if not self._tolerate_errors:
-                    raise
-                log.warning("Task %s: skipped a record that failed transformation or "
-                            "conversion", self.id, exc_info=True)
-                continue
+                recovered = self._errors.recover(record)
+                if recovered is None:
+                    if not plain:
+                        self.source_task.commit_record(record, None)
+                    continue
+                out, key, value = recovered
+                topic = out.topic
             if topic not in seen:
                 self.record_topic(topic)
             if plain and out.kafka_partition is None and out.timestamp is None \
@@ -248,6 +267,7 @@ class WorkerSourceTask(WorkerTask):
             if self.failed and not self.stopping.is_set():
                 self.source_task.stop()
         finally:
+            self._errors.close()
             self._key_converter.close()
             self._value_converter.close()
             self._chain.close()

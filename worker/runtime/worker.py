@@ -18,6 +18,8 @@ from worker.config.worker_config import WorkerConfig
 from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry, PluginType
 from worker.runtime import kafka_clients
 from worker.runtime.chain import TransformationChain
+from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
+from worker.runtime.error_handling import ErrorHandlingConfig
 from worker.runtime.offsets import StoreOffsetReader
 from worker.runtime.sink_task import WorkerSinkTask
 from worker.runtime.source_task import WorkerSourceTask
@@ -186,7 +188,8 @@ class Worker:
         key_converter = self._converter(connector_config, "key.converter", is_key=True)
         value_converter = self._converter(connector_config, "value.converter", is_key=False)
         chain = TransformationChain.from_config(connector_config, self.registry)
-        tolerate = connector_config.get("errors.tolerance", "none") == "all"
+        errors = ErrorHandlingConfig.from_connector_config(connector_config,
+                                                           sink=isinstance(task, SinkTask))
         client_id = f"connector-{'consumer' if isinstance(task, SinkTask) else 'producer'}-" \
                     f"{task_id.connector}-{task_id.task}"
         flush_ms = self.config.get("offset.flush.interval.ms")
@@ -199,7 +202,7 @@ class Worker:
                 key_converter=key_converter, value_converter=value_converter, chain=chain,
                 offset_store=self.offset_store, offset_flush_interval_ms=flush_ms,
                 offset_flush_timeout_ms=self.config.get("offset.flush.timeout.ms"),
-                tolerate_errors=tolerate, on_topic=on_topic)
+                error_config=errors, on_topic=on_topic)
         if isinstance(task, SinkTask):
             topics = [t.strip() for t in task_config.get("topics", "").split(",") if t.strip()]
             return WorkerSinkTask(
@@ -208,9 +211,28 @@ class Worker:
                     self.config, connector_config, task_id.connector, client_id),
                 topics=topics, topics_regex=task_config.get("topics.regex", "").strip(),
                 key_converter=key_converter, value_converter=value_converter, chain=chain,
-                offset_flush_interval_ms=flush_ms, tolerate_errors=tolerate,
+                offset_flush_interval_ms=flush_ms, error_config=errors,
+                dlq=self._dead_letter_queue(task_id, connector_config, errors),
                 on_topic=on_topic)
         raise TypeError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
+
+    def _dead_letter_queue(self, task_id: TaskId, connector_config: Mapping[str, str],
+                           errors: ErrorHandlingConfig) -> DeadLetterQueueReporter | None:
+        """The sink task's DLQ reporter, its clients configured as Kafka configures them:
+        the producer like a source task's (worker ``producer.*``, connector
+        ``producer.override.*``), the admin client with ``admin.*`` / ``admin.override.*``.
+        The topic and producer are set up on the task's thread when it starts."""
+        if not errors.dlq_topic:
+            return None
+        suffix = f"{task_id.connector}-{task_id.task}"
+        return DeadLetterQueueReporter(
+            task_id, errors.dlq_topic, errors.dlq_replication_factor,
+            errors.dlq_context_headers,
+            producer_config=kafka_clients.producer_config(
+                self.config, connector_config, f"connector-dlq-producer-{suffix}"),
+            admin_config={**kafka_clients.admin_config(self.config, connector_config),
+                          "client.id": f"connector-dlq-adminclient-{suffix}"},
+            flush_timeout_s=self.config.get("offset.flush.timeout.ms") / 1000)
 
     def _converter(self, connector_config: Mapping[str, str], key: str, is_key: bool
                    ) -> Converter:
