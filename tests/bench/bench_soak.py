@@ -115,7 +115,11 @@ def main() -> None:
     parser.add_argument("--rest-rate", type=float, default=20.0)
     parser.add_argument("--cycle", type=float, default=60.0, help="seconds between runbooks")
     parser.add_argument("--sample", type=float, default=15.0)
+    parser.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="environment of the worker process, e.g. MALLOC_ARENA_MAX=2")
+    parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
+    worker_env = dict(item.split("=", 1) for item in args.worker_env)
 
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp, EmbeddedBroker() as broker:
         work = Path(tmp)
@@ -127,7 +131,7 @@ def main() -> None:
             "offset.flush.interval.ms": 5000, "key.converter": STRING,
             "value.converter": STRING})
         worker = WorkerProcess(props, url=f"http://127.0.0.1:{port}",
-                               log_path=work / "worker.log", cwd=work)
+                               log_path=work / "worker.log", cwd=work, env=worker_env)
         with worker:
             client = worker.client
             assert worker.pid is not None
@@ -201,7 +205,7 @@ def main() -> None:
     warm = [s for s in samples if s["t_s"] >= 120] or samples
     result = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "settings": vars(args),
+        "settings": {**vars(args), "results": str(args.results)},
         "idle_baseline": idle,
         "samples": samples,
         "after_stop": final,
@@ -224,11 +228,11 @@ def main() -> None:
                             if code >= 500 or code == 0),
         },
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result["summary"], indent=2))
     print(json.dumps(result["records"]))
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    print(f"wrote {args.results}")
 
 
 if __name__ == "__main__":
