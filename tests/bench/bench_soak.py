@@ -39,6 +39,7 @@ RESULTS = ROOT / "tests" / "bench" / "results" / "soak.json"
 sys.path.insert(0, str(ROOT))
 
 from tests.faults._pipeline import check_sequences, sink_lines  # noqa: E402
+from tests.support import wait_for_connector_state, wait_until  # noqa: E402
 from worker.testing import EmbeddedBroker, free_port  # noqa: E402
 from worker.testing.process import WorkerProcess, write_properties  # noqa: E402
 
@@ -52,15 +53,6 @@ def proc_figures(pid: int) -> dict[str, float]:
     return {"rss_mb": int(fields["VmRSS"].split()[0]) / 1024,
             "fds": len(os.listdir(f"/proc/{pid}/fd")),
             "threads": int(fields["Threads"])}
-
-
-def wait(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"{what} within {timeout:.0f} s")
 
 
 def all_running(client: httpx.Client, names: list[str]) -> bool:
@@ -98,12 +90,11 @@ def runbook(client: httpx.Client, name: str) -> float:
     """stop → reset offsets → resume; the seconds it took."""
     started = time.monotonic()
     assert client.put(f"/connectors/{name}/stop").status_code == 204
-    wait(lambda: client.get(f"/connectors/{name}/status").json()["connector"]["state"]
-         == "STOPPED", 60, f"{name} STOPPED")
+    wait_for_connector_state(client, name, "STOPPED", timeout=60)
     response = client.delete(f"/connectors/{name}/offsets")
     assert response.status_code == 200, response.text
     assert client.put(f"/connectors/{name}/resume").status_code == 202
-    wait(lambda: all_running(client, [name]), 60, f"{name} RUNNING again")
+    wait_for_connector_state(client, name, "RUNNING", tasks_state="RUNNING", timeout=60)
     return time.monotonic() - started
 
 
@@ -148,7 +139,8 @@ def main() -> None:
                                 "file": str(work / f"sink-{i}.txt")})):
                     response = client.put(f"/connectors/{name}/config", json=config)
                     assert response.status_code == 201, response.text
-            wait(lambda: all_running(client, sources + sinks), 180, "all RUNNING")
+            wait_until(lambda: all_running(client, sources + sinks), timeout=180,
+                       interval=0.5, message="all RUNNING")
             traffic = RestTraffic(worker.url, sources + sinks, args.rest_rate)
             traffic.start()
 
@@ -181,16 +173,15 @@ def main() -> None:
                 assert client.put(f"/connectors/{name}/stop").status_code == 204
             committed = {}
             for i, name in enumerate(sources):
-                wait(lambda n=name: client.get(f"/connectors/{n}/status").json()
-                     ["connector"]["state"] == "STOPPED", 60, f"{name} STOPPED")
+                wait_for_connector_state(client, name, "STOPPED", timeout=60)
                 offsets = client.get(f"/connectors/{name}/offsets").json()["offsets"]
                 committed[i] = max((o["offset"]["seq"] for o in offsets), default=-1)
 
             def complete(i: int) -> bool:
                 seen = {int(line.split("-", 2)[1]) for line in sink_lines(work / f"sink-{i}.txt")}
                 return set(range(committed[i] + 1)) <= seen
-            wait(lambda: all(complete(i) for i in range(args.pairs)), 300,
-                 "every sink caught up with its source")
+            wait_until(lambda: all(complete(i) for i in range(args.pairs)), timeout=300,
+                       interval=0.5, message="every sink caught up with its source")
             lost = duplicated = reordered = delivered = 0
             for i in range(args.pairs):
                 lines = sink_lines(work / f"sink-{i}.txt")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from worker.api.config_def import (
     NO_DEFAULT,
@@ -19,6 +20,7 @@ from worker.api.config_def import (
     at_least,
     non_empty_string_without_control_chars,
     one_of,
+    parse_type,
     valid_regex,
 )
 from worker.errors import PluginNotFoundError
@@ -135,6 +137,16 @@ SOURCE = COMMON
 
 def base_definition(connector_type: str) -> ConfigDef:
     return SINK if connector_type == "sink" else SOURCE
+
+
+def error_handling_values(config: Mapping[str, str], connector_type: str) -> dict[str, Any]:
+    """The connector's ``errors.*`` keys (its "Error Handling" group) parsed by their
+    definition: typed values, defaults for absent keys. Only the keys of that group, so a
+    config stored before a newer validator of another key still starts its tasks."""
+    return {key.name: (parse_type(key.name, config[key.name], key.type)
+                       if key.name in config else key.default)
+            for key in base_definition(connector_type).keys.values()
+            if key.group == ERROR_GROUP}
 
 
 def aliases(config: Mapping[str, str], key: str) -> list[str]:

@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from worker.api.exceptions import ConnectException, RetriableException
+from worker.runtime.connector_config import error_handling_values
 from worker.storage.base import TaskId
 
 log = logging.getLogger(__name__)
@@ -84,24 +85,18 @@ class ErrorHandlingConfig:
     @classmethod
     def from_connector_config(cls, config: Mapping[str, str], sink: bool
                               ) -> ErrorHandlingConfig:
-        def flag(key: str) -> bool:
-            return (config.get(key) or "false").strip().lower() == "true"
-
-        def number(key: str, default: int) -> int:
-            raw = (config.get(key) or "").strip()
-            return int(raw) if raw else default
-
+        values = error_handling_values(config, "sink" if sink else "source")
         return cls(
-            retry_timeout_ms=number("errors.retry.timeout", 0),
-            retry_delay_max_ms=number("errors.retry.delay.max.ms", 60000),
-            tolerate_all=(config.get("errors.tolerance") or "none").strip().lower() == "all",
-            log_enable=flag("errors.log.enable"),
-            log_include_messages=flag("errors.log.include.messages"),
-            dlq_topic=(config.get("errors.deadletterqueue.topic.name") or "").strip()
-            if sink else "",
-            dlq_replication_factor=number("errors.deadletterqueue.topic.replication.factor",
-                                          3),
-            dlq_context_headers=flag("errors.deadletterqueue.context.headers.enable"),
+            retry_timeout_ms=values["errors.retry.timeout"],
+            retry_delay_max_ms=values["errors.retry.delay.max.ms"],
+            tolerate_all=values["errors.tolerance"].lower() == "all",
+            log_enable=values["errors.log.enable"],
+            log_include_messages=values["errors.log.include.messages"],
+            dlq_topic=values.get("errors.deadletterqueue.topic.name", "").strip(),
+            dlq_replication_factor=values.get(
+                "errors.deadletterqueue.topic.replication.factor", 3),
+            dlq_context_headers=values.get("errors.deadletterqueue.context.headers.enable",
+                                           False),
         )
 
 

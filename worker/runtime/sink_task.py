@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 2000
 POLL_TIMEOUT_S = 0.2
-_TIMESTAMP_TYPES = TIMESTAMP_TYPES
 
 
 class _Context(SinkTaskContext):
@@ -258,7 +257,7 @@ class WorkerSinkTask(WorkerTask):
                 ts_type, ts = msg.timestamp()
                 record: SinkRecord | None = SinkRecord(
                     topic, partition, key_schema, key, value_schema, value, offset,
-                    ts if ts_type else None, _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
+                    ts if ts_type else None, TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
                     msg.headers())
                 if chain is not None:
                     record = chain.apply(record)
@@ -295,7 +294,7 @@ class WorkerSinkTask(WorkerTask):
         ts_type, ts = msg.timestamp()
         return SinkRecord(msg.topic(), msg.partition(), key[0], key[1], value[0], value[1],
                           msg.offset(), ts if ts_type else None,
-                          _TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"), msg.headers())
+                          TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"), msg.headers())
 
     def _rewind(self, consumer: Consumer, rest: list[ConsumedMessage]) -> None:
         """Seek each partition back to its first message in ``rest`` (not processed)."""
