@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from confluent_kafka.admin import AdminClient
 
-from tests.support import wait_for_connector_state, wait_until
+from tests.support import WorkerProcess, create_topic, wait_for_connector_state, wait_until
 
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 #: Worker properties of every fault case's worker: plain strings on the wire.
@@ -132,6 +133,19 @@ class Pipeline:
     def report(self) -> dict[int, StreamReport]:
         return check_sequences(sink_lines(self.sink_file), dict.fromkeys(range(self.tasks),
                                                                           self.count))
+
+
+def start_standalone(standalone_worker: Any, admin: AdminClient, topic: str,
+                     sink_file: Path, *, rate: float, bootstrap: str | None = None
+                     ) -> tuple[WorkerProcess, Pipeline]:
+    """A 2-partition ``topic``, a standalone worker (``WORKER_PROPS``, on ``bootstrap``
+    when given) and the default pipeline on it, created and RUNNING."""
+    create_topic(admin, topic, partitions=2)
+    overrides = {**WORKER_PROPS, **({"bootstrap.servers": bootstrap} if bootstrap else {})}
+    worker = standalone_worker(overrides)
+    pipeline = Pipeline(worker.client, topic, sink_file, rate=rate)
+    pipeline.create()
+    return worker, pipeline
 
 
 def summarize(case: str, reports: Mapping[int, StreamReport], **figures: Any) -> str:

@@ -14,13 +14,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.faults._pipeline import (
-    WORKER_PROPS,
-    Pipeline,
-    assert_nothing_lost_or_reordered,
-    summarize,
-)
-from tests.support import create_topic
+from tests.faults._pipeline import assert_nothing_lost_or_reordered, start_standalone, summarize
 from worker.testing import EmbeddedBroker
 
 STALL_S = 30.0
@@ -31,12 +25,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(300
 def test_standalone_rides_out_a_30s_broker_stall(private_broker: EmbeddedBroker,
                                                  standalone_worker, tmp_path: Path) -> None:
     bootstrap = private_broker.bootstrap_servers
-    create_topic(AdminClient({"bootstrap.servers": bootstrap}), "stall", partitions=2)
-    worker = standalone_worker({**WORKER_PROPS, "bootstrap.servers": bootstrap})
     # 2 streams × 3,000 records at 100/s each: 30 s of production, the stall in its middle.
-    pipeline = Pipeline(worker.client, "stall", tmp_path / "sink.txt", tasks=2, count=3000,
-                        rate=100.0)
-    pipeline.create()
+    worker, pipeline = start_standalone(
+        standalone_worker, AdminClient({"bootstrap.servers": bootstrap}), "stall",
+        tmp_path / "sink.txt", rate=100.0, bootstrap=bootstrap)
     pipeline.wait_delivered(500, timeout=60)
 
     private_broker.pause()

@@ -18,12 +18,11 @@ import httpx
 import pytest
 
 from tests.faults._pipeline import (
-    WORKER_PROPS,
     Pipeline,
     assert_nothing_lost_or_reordered,
+    start_standalone,
     summarize,
 )
-from tests.support import create_topic
 
 CLIENTS = 8
 FLOOD_S = 15.0
@@ -58,12 +57,8 @@ def _flood(url: str, pipeline: Pipeline, stop: threading.Event,
 def test_flooded_rest_api_answers_no_5xx_while_tasks_run(standalone_worker, kafka_admin,
                                                          unique_topic, tmp_path: Path
                                                          ) -> None:
-    topic = unique_topic("flood")
-    create_topic(kafka_admin, topic, partitions=2)
-    worker = standalone_worker(WORKER_PROPS)
-    pipeline = Pipeline(worker.client, topic, tmp_path / "sink.txt", tasks=2, count=3000,
-                        rate=150.0)
-    pipeline.create()
+    worker, pipeline = start_standalone(standalone_worker, kafka_admin, unique_topic("flood"),
+                                        tmp_path / "sink.txt", rate=150.0)
     pipeline.wait_delivered(100, timeout=60)
 
     stop = threading.Event()

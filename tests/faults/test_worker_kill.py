@@ -13,13 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults._pipeline import (
-    WORKER_PROPS,
-    Pipeline,
-    assert_nothing_lost_or_reordered,
-    summarize,
-)
-from tests.support import create_topic
+from tests.faults._pipeline import assert_nothing_lost_or_reordered, start_standalone, summarize
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -27,12 +21,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 def test_sigkilled_standalone_worker_recovers_without_loss(standalone_worker, kafka_admin,
                                                            unique_topic, tmp_path: Path
                                                            ) -> None:
-    topic = unique_topic("kill")
-    create_topic(kafka_admin, topic, partitions=2)
-    worker = standalone_worker(WORKER_PROPS)
-    pipeline = Pipeline(worker.client, topic, tmp_path / "sink.txt", tasks=2, count=3000,
-                        rate=150.0)
-    pipeline.create()
+    worker, pipeline = start_standalone(standalone_worker, kafka_admin, unique_topic("kill"),
+                                        tmp_path / "sink.txt", rate=150.0)
     pipeline.wait_delivered(1500, timeout=90)
 
     worker.kill()
