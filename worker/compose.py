@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from fastapi import FastAPI
+from prometheus_client.registry import CollectorRegistry
 
 from worker.api.exceptions import ConfigException
 from worker.config.worker_config import (
@@ -36,7 +38,9 @@ from worker.rest.security.extensions import RestSecurity, rest_security
 from worker.rest.server import Listener, RestServer, parse_listeners
 from worker.runtime import kafka_clients
 from worker.runtime.loggers import Loggers
+from worker.runtime.metrics_collector import ConnectMetricsCollector
 from worker.runtime.worker import Worker
+from worker.runtime.worker_metrics import RebalanceMetrics
 from worker.storage.cached import CachedConfigBackingStore, CachedStatusBackingStore
 from worker.storage.kafka import (
     KafkaConfigBackingStore,
@@ -211,7 +215,8 @@ def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None =
     herder = StandaloneHerder(config, registry, worker, config_store, offset_store,
                               status_store, kafka_cluster_id=cluster_id, loggers=Loggers(),
                               url=advertised_url(config))
-    app, server, security = rest_layer(config, registry, herder)
+    app, server, security = rest_layer(config, registry, herder,
+                                       metrics_registry(config, worker))
     wire_dynamic_config(herder, app, server)
     return Connect(config, herder, server, security)
 
@@ -230,19 +235,34 @@ def build_distributed(config: DistributedConfig, registry: PluginRegistry | None
     herder = DistributedHerder(config, registry, worker, config_store, offset_store,
                                status_store, url=advertised_url(config),
                                kafka_cluster_id=cluster_id, loggers=Loggers())
-    app, server, security = rest_layer(config, registry, herder)
+    app, server, security = rest_layer(config, registry, herder,
+                                       metrics_registry(config, worker,
+                                                        herder.rebalance_metrics))
     wire_dynamic_config(herder, app, server)
     herder.use_inter_worker_tls(server.client_ssl_context)
     return Connect(config, herder, server, security)
 
 
-def rest_layer(config: WorkerConfig, registry: PluginRegistry, herder: AbstractHerder
+def metrics_registry(config: WorkerConfig, worker: Worker,
+                     rebalance: RebalanceMetrics | None = None) -> CollectorRegistry | None:
+    """What ``/metrics`` serves: the worker's metrics (and, distributed, the rebalance
+    metrics) in a registry of their own; None when ``rest.metrics.enabled`` is false."""
+    if not config.get("rest.metrics.enabled"):
+        return None
+    # No auto_describe: the collector's families depend on what runs at scrape time.
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ConnectMetricsCollector(worker, time.monotonic, rebalance))
+    return registry
+
+
+def rest_layer(config: WorkerConfig, registry: PluginRegistry, herder: AbstractHerder,
+               metrics: CollectorRegistry | None = None
                ) -> tuple[FastAPI, RestServer, RestSecurity]:
     """The REST app and server, wrapped in the REST extensions (``rest.extension.classes``)
     and admin authorization; a ConfigError closes the extensions built until then."""
     security = rest_security(config, registry, herder, worker_id(config))
     try:
-        app = create_app(herder, security)
+        app = create_app(herder, security, metrics)
         return app, rest_server(app, config), security
     except BaseException:
         security.close()

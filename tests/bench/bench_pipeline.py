@@ -1,17 +1,38 @@
 """Throughput of the worker's source and sink paths against raw confluent-kafka loops.
 
-Source: SequenceGenerator (100-byte values, StringConverter) → WorkerSourceTask → Kafka,
-with Kafka's default ``offset.flush.interval.ms`` (60 s), timed from the first poll until the
-generator has emitted every record and the stopped task has flushed the producer and
-committed the last offset (so every record was acknowledged), against a raw producer loop
-sending the same pre-built keys and values with the same producer settings.
-Sink: Kafka → WorkerSinkTask (StringConverter) → a counting SinkTask, against a raw
-consumer loop reading the same topic; both timed from the first record to the last, so
-the consumer-group join (≈3 s on the test broker) is excluded from both.
+Every figure is a ratio against a raw client measured in the same round, on the same broker,
+with the worker's own producer / consumer settings (``worker.runtime.kafka_clients``).
 
-Run: ``.venv/bin/python tests/bench/bench_pipeline.py [--records N] [--rounds R]``
-(uses KAFKA_BOOTSTRAP_SERVERS when set, else the embedded broker). Prints a table and
-writes ``tests/bench/results/pipeline.json``.
+Source paths (one-partition topic, 100-byte values):
+
+- ``generator``: SequenceGenerator (StringConverter) → WorkerSourceTask → Kafka, timed from
+  the first poll until the stopped task committed the last offset (issue #2's path).
+- ``file ...``: FileStreamSource reading a file of N 100-byte lines (plus "\n"), with the
+  StringConverter, the JsonConverter (schemas off / on) and JsonConverter with two SMTs
+  (HoistField$Value + InsertField$Value), and an ``offset.flush.interval.ms`` sweep (100 ms,
+  1 s, 60 s) with the StringConverter. Timed from ``start_task`` (producer creation
+  included) until the stopped task's final offset commit returned: the task's first poll()
+  after the last line signals the benchmark, which stops the task; the stop waits for the
+  acknowledgement of every record sent and commits the last offset (which must be the
+  file's size). So the figure is "create to last acknowledged record". (The end offset of
+  the topic cannot serve: Tansu reports it per record batch, not per record.)
+- raw: a producer built from the worker's producer config sends N pre-built 100-byte values
+  with one ``produce()`` per record (the loop a user writes), timed from creating it until
+  ``flush()`` returned.
+- cpu/rec: CPU seconds per record of the sending thread (``time.thread_time()``): the raw
+  loop's, and the task thread's from its first poll() to the drained one. Steadier than
+  wall time on a small machine where broker, librdkafka and Python share the cores.
+
+Sink paths: WorkerSinkTask with a counting task (StringConverter) and FileStreamSink
+(StringConverter, JsonConverter schemas off) reading the topics the file sources wrote,
+timed from the first record handed to ``put`` until the N-th; against a raw consumer
+(the worker's consumer config) that writes each value plus "\n" to a file, timed from the
+first record to the N-th. The consumer-group join is excluded from both.
+
+Run: ``.venv/bin/python tests/bench/bench_pipeline.py [--records N] [--rounds R]
+[--only source|sink] [--results FILE]`` (uses KAFKA_BOOTSTRAP_SERVERS when set, else the
+embedded broker).
+Prints a table and writes ``tests/bench/results/pipeline.json``.
 """
 
 from __future__ import annotations
@@ -21,18 +42,27 @@ import json
 import os
 import platform
 import statistics
+import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from worker.api import SinkConnector, SinkRecord, SinkTask
+from worker.api import SinkConnector, SinkRecord, SinkTask, SourceRecord, Task
 from worker.config.worker_config import WorkerConfig
+from worker.connectors.file_stream import (
+    FileStreamSinkConnector,
+    FileStreamSinkTask,
+    FileStreamSourceConnector,
+    FileStreamSourceTask,
+)
 from worker.connectors.generator import SequenceGeneratorConnector, SequenceGeneratorTask
 from worker.plugins.registry import PluginType, builtin_registry
 from worker.runtime import kafka_clients
@@ -43,6 +73,7 @@ from worker.testing import EmbeddedBroker
 
 RESULTS = Path(__file__).parent / "results" / "pipeline.json"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
+JSON = "org.apache.kafka.connect.json.JsonConverter"
 VALUE_SIZE = 100
 TIMEOUT_S = 300.0
 
@@ -106,14 +137,74 @@ class CountingSinkConnector(SinkConnector):
         pass
 
 
-def make_worker(bootstrap: str) -> tuple[Worker, MemoryOffsetBackingStore]:
+class DrainedFileSourceTask(FileStreamSourceTask):
+    """FileStreamSource, signalling when every line was read and handed to the worker:
+    the first poll() after the target-th line returns None at once and sets ``drained``
+    (the previous batch was then fully sent)."""
+
+    target = 0
+    count = 0
+    drained = threading.Event()
+    # CPU seconds of the task thread from its first poll() to the drained one: poll, the
+    # worker's per-record work and the delivery reports it serves (not librdkafka's threads).
+    cpu_start: float | None = None
+    cpu_s = 0.0
+
+    def poll(self) -> list[SourceRecord] | None:
+        cls = type(self)
+        if cls.cpu_start is None:
+            cls.cpu_start = time.thread_time()
+        if cls.count >= cls.target:
+            if not cls.drained.is_set():
+                cls.cpu_s = time.thread_time() - cls.cpu_start
+            cls.drained.set()
+            self._stopping.wait(0.01)
+            return None
+        records = super().poll()
+        if records:
+            cls.count += len(records)
+        return records
+
+
+class DrainedFileSourceConnector(FileStreamSourceConnector):
+    def task_class(self) -> type[Task]:
+        return DrainedFileSourceTask
+
+
+class TimedFileSinkTask(FileStreamSinkTask):
+    """FileStreamSink, noting when the first and the target-th record arrived."""
+
+    target = 0
+    count = 0
+    first: float | None = None
+    done = threading.Event()
+
+    def put(self, records: list[SinkRecord]) -> None:
+        cls = type(self)
+        if records and cls.first is None:
+            cls.first = time.perf_counter()
+        super().put(records)
+        cls.count += len(records)
+        if cls.count >= cls.target:
+            cls.done.set()
+
+
+class TimedFileSinkConnector(FileStreamSinkConnector):
+    def task_class(self) -> type[SinkTask]:
+        return TimedFileSinkTask
+
+
+def make_worker(bootstrap: str, flush_ms: int = 60_000
+                ) -> tuple[Worker, MemoryOffsetBackingStore]:
     config = WorkerConfig({
         "bootstrap.servers": bootstrap, "key.converter": STRING, "value.converter": STRING,
-        "consumer.session.timeout.ms": "6000",
+        "consumer.session.timeout.ms": "6000", "offset.flush.interval.ms": str(flush_ms),
         "topic.tracking.enable": "false"})
     registry = builtin_registry()
     registry.register(CountingSinkConnector, PluginType.SINK)
+    registry.register(TimedFileSinkConnector, PluginType.SINK)
     registry.register(DrainedGeneratorConnector, PluginType.SOURCE)
+    registry.register(DrainedFileSourceConnector, PluginType.SOURCE)
     offsets = MemoryOffsetBackingStore()
     statuses = MemoryStatusBackingStore()
     offsets.start()
@@ -137,11 +228,16 @@ def expected_pairs(records: int) -> list[tuple[bytes, bytes]]:
     return pairs
 
 
+CPU: dict[str, float] = {}
+"""CPU seconds of the last run's sending thread: "raw" (the raw loop) or a file variant."""
+
+
 def raw_produce(bootstrap: str, topic: str, pairs: list[tuple[bytes, bytes]]) -> float:
     config = WorkerConfig({"bootstrap.servers": bootstrap})
+    cpu_started = time.thread_time()
+    started = time.perf_counter()
     producer = Producer(kafka_clients.producer_config(config, {}, "bench-raw"))
     produce, poll = producer.produce, producer.poll
-    started = time.perf_counter()
     for i, (key, value) in enumerate(pairs):
         while True:
             try:
@@ -153,6 +249,7 @@ def raw_produce(bootstrap: str, topic: str, pairs: list[tuple[bytes, bytes]]) ->
             poll(0)
     remaining = producer.flush(TIMEOUT_S)
     elapsed = time.perf_counter() - started
+    CPU["raw"] = time.thread_time() - cpu_started
     assert remaining == 0, f"{remaining} records were not acknowledged"
     return elapsed
 
@@ -191,7 +288,7 @@ def raw_consume(bootstrap: str, topic: str, records: int) -> float:
                          "session.timeout.ms": "6000"})
     consumer.subscribe([topic])
     count, first = 0, None
-    positions: dict[tuple[str, int], int] = {}
+    positions: dict[tuple[Any, Any], Any] = {}
     received: list[tuple[bytes | None, bytes | None]] = []
     deadline = time.monotonic() + TIMEOUT_S
     while count < records and time.monotonic() < deadline:
@@ -227,54 +324,217 @@ def worker_consume(bootstrap: str, topic: str, records: int) -> float:
     return end - CountingSinkTask.first
 
 
+def write_lines(path: Path, records: int) -> int:
+    """N lines of VALUE_SIZE bytes plus "\\n"; returns the file size."""
+    with open(path, "wb") as out:
+        for start in range(0, records, 10_000):
+            out.write(b"".join(b"%0*d\n" % (VALUE_SIZE, seq)
+                               for seq in range(start, min(records, start + 10_000))))
+    return path.stat().st_size
+
+
+CONVERTERS: dict[str, dict[str, str]] = {
+    "string": {"value.converter": STRING},
+    "json-off": {"value.converter": JSON, "value.converter.schemas.enable": "false"},
+    "json-on": {"value.converter": JSON, "value.converter.schemas.enable": "true"},
+    "json-off+2smt": {
+        "value.converter": JSON, "value.converter.schemas.enable": "false",
+        "transforms": "hoist,insert",
+        "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+        "transforms.hoist.field": "line",
+        "transforms.insert.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+        "transforms.insert.static.field": "source",
+        "transforms.insert.static.value": "bench"},
+}
+
+
+def worker_file_source(bootstrap: str, topic: str, path: Path, size: int, records: int,
+                       variant: str, flush_ms: int) -> float:
+    worker, offsets = make_worker(bootstrap, flush_ms)
+    name = f"bench-file-{uuid.uuid4().hex[:6]}"
+    connector_config = {"name": name, "connector.class": f"{__name__}.DrainedFileSourceConnector",
+                        "file": str(path), "topic": topic, **CONVERTERS[variant]}
+    connector = DrainedFileSourceConnector()
+    connector.start(connector_config)
+    task_id = TaskId(name, 0)
+    cls = DrainedFileSourceTask
+    cls.target, cls.count, cls.cpu_start = records, 0, None
+    cls.drained.clear()
+    started = time.perf_counter()
+    worker.start_task(task_id, connector_config, connector.task_configs(1)[0],
+                      TargetState.STARTED)
+    try:
+        if not cls.drained.wait(TIMEOUT_S):
+            raise TimeoutError(f"the file source read {cls.count} of {records} lines")
+        # The final commit waits for the acknowledgement of every record sent.
+        worker.stop_tasks([task_id])
+        end = time.perf_counter()
+        committed = offsets.get(name, [{"filename": str(path)}])
+    finally:
+        worker.stop()
+    assert list(committed.values()) == [{"position": size}], committed
+    CPU[variant] = cls.cpu_s
+    return end - started
+
+
+def raw_file_consume(bootstrap: str, topic: str, records: int, out_path: Path) -> float:
+    """The hand-written sink: the worker's consumer settings, each value plus "\\n" appended
+    to a file, next offsets tracked per partition."""
+    config = WorkerConfig({"bootstrap.servers": bootstrap, "consumer.session.timeout.ms": "6000"})
+    consumer = Consumer(kafka_clients.consumer_config(
+        config, {"consumer.override.group.id": f"raw-{uuid.uuid4()}"}, "raw", "bench-raw"))
+    consumer.subscribe([topic])
+    count, first = 0, None
+    positions: dict[tuple[Any, Any], Any] = {}
+    deadline = time.monotonic() + TIMEOUT_S
+    with open(out_path, "wb") as out:
+        while count < records and time.monotonic() < deadline:
+            messages = consumer.consume(2000, 0.2)
+            if messages and first is None:
+                first = time.perf_counter()
+            lines = []
+            for message in messages:
+                if message.error() is None:
+                    positions[(message.topic(), message.partition())] = message.offset() + 1
+                    lines.append(message.value() or b"null")
+                    count += 1
+            out.write(b"\n".join(lines) + b"\n" if lines else b"")
+        out.flush()
+    elapsed = time.perf_counter() - (first or time.perf_counter())
+    consumer.close()
+    assert count >= records, f"raw consumer read {count} of {records}"
+    return elapsed
+
+
+def worker_file_sink(bootstrap: str, topic: str, records: int, variant: str,
+                     out_path: Path) -> float:
+    worker, _ = make_worker(bootstrap)
+    cls = TimedFileSinkTask
+    cls.target, cls.count, cls.first = records, 0, None
+    cls.done.clear()
+    name = f"bench-fsink-{uuid.uuid4().hex[:6]}"
+    connector_config = {"name": name, "topics": topic, "file": str(out_path),
+                        "connector.class": f"{__name__}.TimedFileSinkConnector",
+                        **CONVERTERS[variant]}
+    task_config = {**connector_config, "task.class": f"{__name__}.TimedFileSinkTask"}
+    worker.start_task(TaskId(name, 0), connector_config, task_config, TargetState.STARTED)
+    finished = cls.done.wait(TIMEOUT_S)
+    end = time.perf_counter()
+    worker.stop()
+    assert finished, f"sink read {cls.count} of {records}"
+    assert cls.first is not None
+    return end - cls.first
+
+
+SOURCE_ROWS = [  # (row, variant, offset.flush.interval.ms)
+    ("file string", "string", 60_000),
+    ("file json schemas off", "json-off", 60_000),
+    ("file json schemas on", "json-on", 60_000),
+    ("file json off + 2 SMTs", "json-off+2smt", 60_000),
+    ("file string flush 100 ms", "string", 100),
+    ("file string flush 1 s", "string", 1_000),
+]
+SINK_ROWS = [("file sink string", "string"), ("file sink json schemas off", "json-off")]
+CONVERTERS_READ = {variant for _, variant in SINK_ROWS}
+
+
+def run_round(bootstrap: str, admin: AdminClient, args: argparse.Namespace,
+              pairs: list[tuple[bytes, bytes]], work: Path, size: int
+              ) -> dict[str, dict[str, float]]:
+    """One round: {row: {"raw_s", "worker_s"}}; every row against its own raw run."""
+    n = args.records
+    result: dict[str, dict[str, float]] = {}
+
+    def timed(row: str, raw: Callable[[], float], ours: Callable[[], float],
+              variant: str | None = None) -> None:
+        CPU.clear()
+        result[row] = {"raw_s": raw(), "worker_s": ours()}
+        cpu = ""
+        if variant is not None and "raw" in CPU and variant in CPU:
+            result[row]["raw_cpu_us"] = CPU["raw"] * 1e6 / n
+            result[row]["worker_cpu_us"] = CPU[variant] * 1e6 / n
+            cpu = (f"  cpu/rec raw {result[row]['raw_cpu_us']:.2f} us task "
+                   f"{result[row]['worker_cpu_us']:.2f} us")
+        print(f"  {row:<28} raw {result[row]['raw_s']:7.3f} s  worker "
+              f"{result[row]['worker_s']:7.3f} s  ratio "
+              f"{result[row]['raw_s'] / result[row]['worker_s']:.2f}{cpu}", flush=True)
+
+    topics: dict[str, str] = {}
+    for row, variant, flush_ms in SOURCE_ROWS:
+        if args.only == "sink" and (variant in topics or variant not in CONVERTERS_READ):
+            continue  # a sink-only run still writes the topics the sinks read, once each
+        topic = create_topic(admin, 1)
+        topics.setdefault(variant, topic)  # the sinks read the first topic of a variant
+        timed(row, partial(raw_produce, bootstrap, create_topic(admin, 1), pairs),
+              partial(worker_file_source, bootstrap, topic, work / "in.txt", size, n,
+                      variant, flush_ms), variant)
+    if args.only in (None, "source"):
+        topic = create_topic(admin, 1)
+        timed("generator string", partial(raw_produce, bootstrap, create_topic(admin, 1), pairs),
+              partial(worker_produce, bootstrap, topic, n))
+        topics["generator"] = topic
+    if args.only in (None, "sink"):
+        for row, variant in SINK_ROWS:
+            timed(row, partial(raw_file_consume, bootstrap, topics[variant], n,
+                               work / "raw-out.txt"),
+                  partial(worker_file_sink, bootstrap, topics[variant], n, variant,
+                          work / f"out-{variant}.txt"))
+        if "generator" in topics:
+            timed("counting sink string", partial(raw_consume, bootstrap, topics["generator"], n),
+                  partial(worker_consume, bootstrap, topics["generator"], n))
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", choices=("source", "sink"), default=None)
+    parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     pairs = expected_pairs(args.records)
-    rounds = []
+    rounds: list[dict[str, dict[str, float]]] = []
     with ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        size = write_lines(work / "in.txt", args.records)
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         if not bootstrap:
             bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap_servers
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for index in range(args.rounds):
-            raw_topic, our_topic = create_topic(admin, 1), create_topic(admin, 1)
-            result = {
-                "raw_produce_s": raw_produce(bootstrap, raw_topic, pairs),
-                "worker_produce_s": worker_produce(bootstrap, our_topic, args.records),
-                "raw_consume_s": raw_consume(bootstrap, our_topic, args.records),
-                "worker_consume_s": worker_consume(bootstrap, our_topic, args.records),
-            }
-            rounds.append(result)
-            print(f"round {index + 1}: " + ", ".join(f"{k}={v:.3f}" for k, v in result.items()))
-
-    def median(key: str) -> float:
-        return statistics.median(r[key] for r in rounds)
+            print(f"round {index + 1}", flush=True)
+            rounds.append(run_round(bootstrap, admin, args, pairs, work, size))
 
     n = args.records
+    rows: dict[str, dict[str, Any]] = {}
+    for row in rounds[0]:
+        raw = statistics.median(r[row]["raw_s"] for r in rounds)
+        ours = statistics.median(r[row]["worker_s"] for r in rounds)
+        rows[row] = {"raw_rps": n / raw, "worker_rps": n / ours,
+                     "ratio": statistics.median(r[row]["raw_s"] / r[row]["worker_s"]
+                                                for r in rounds),
+                     "ratios": [r[row]["raw_s"] / r[row]["worker_s"] for r in rounds]}
+        if "worker_cpu_us" in rounds[0][row]:
+            for key in ("raw_cpu_us", "worker_cpu_us"):
+                rows[row][key] = statistics.median(r[row][key] for r in rounds)
     summary = {
-        "records": n, "value_bytes": VALUE_SIZE, "rounds": rounds,
-        "raw_produce_rps": n / median("raw_produce_s"),
-        "worker_produce_rps": n / median("worker_produce_s"),
-        "raw_consume_rps": n / median("raw_consume_s"),
-        "worker_consume_rps": n / median("worker_consume_s"),
+        "records": n, "value_bytes": VALUE_SIZE, "rows": rows, "rounds": rounds,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
                    f"Python {platform.python_version()}",
         "broker": "KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
                   else "embedded Tansu",
     }
-    summary["source_ratio"] = summary["worker_produce_rps"] / summary["raw_produce_rps"]
-    summary["sink_ratio"] = summary["worker_consume_rps"] / summary["raw_consume_rps"]
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"\n{'path':<8}{'raw rec/s':>14}{'worker rec/s':>14}{'ratio':>8}  (target >= 0.5)")
-    print(f"{'source':<8}{summary['raw_produce_rps']:>14,.0f}"
-          f"{summary['worker_produce_rps']:>14,.0f}{summary['source_ratio']:>8.2f}")
-    print(f"{'sink':<8}{summary['raw_consume_rps']:>14,.0f}"
-          f"{summary['worker_consume_rps']:>14,.0f}{summary['sink_ratio']:>8.2f}")
-    print(f"saved {RESULTS}")
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"\n{'path':<28}{'raw rec/s':>12}{'worker rec/s':>14}{'ratio':>7}"
+          f"{'raw cpu us':>11}{'task cpu us':>12}  ratio per round")
+    for row, figures in rows.items():
+        cpu = (f"{figures['raw_cpu_us']:>11.2f}{figures['worker_cpu_us']:>12.2f}"
+               if "worker_cpu_us" in figures else " " * 23)
+        print(f"{row:<28}{figures['raw_rps']:>12,.0f}{figures['worker_rps']:>14,.0f}"
+              f"{figures['ratio']:>7.2f}{cpu}  "
+              + " ".join(f"{r:.2f}" for r in figures["ratios"]))
+    print(f"saved {args.results}")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,11 @@ accepts writes within the session timeout + 5 s; KIP-875 and KIP-558 work cluste
 from __future__ import annotations
 
 import time
+from typing import Any
 from urllib.parse import quote
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import WORKER_SESSION_TIMEOUT_MS, DistributedClusterFactory, KafkaCluster
 from tests.integration._cluster_helpers import (
@@ -30,6 +32,27 @@ TASKS = 6
 
 def _followers(workers, leader):  # type: ignore[no-untyped-def]
     return [w for w in workers if w is not leader and w.is_running]
+
+
+def _check_rebalance_metrics(workers, leader) -> bool:  # type: ignore[no-untyped-def]
+    """Every member's /metrics: its rebalances, the leader's URL, the same generation."""
+    epochs = set()
+    for worker in workers:
+        families = {f.name: f for f in text_string_to_metric_families(
+            worker.client.get("/metrics").text)}
+
+        def value(name: str, families: dict[str, Any] = families) -> Any:
+            return families[f"kafka_connect_connect_worker_rebalance_metrics_{name}"].samples[0]
+
+        assert value("completed_rebalances").value >= 1
+        assert value("rebalancing").value == 0
+        assert value("leader_name").labels == {"leader_name": leader.url}
+        assert value("rebalance_max_time_ms").value >= 0
+        assert families["kafka_connect_connect_worker_metrics_task_count"
+                        ].samples[0].value == 2
+        epochs.add(value("epoch").value)
+    assert len(epochs) == 1, epochs
+    return True
 
 
 def test_cluster_agrees_forwards_and_spreads_tasks(
@@ -52,6 +75,9 @@ def test_cluster_agrees_forwards_and_spreads_tasks(
         assert worker.client.get(f"/connectors/{name}/config").json()["topic"] == topic
     spread = tasks_per_worker(status)
     assert sorted(spread.values()) == [2, 2, 2], spread
+    # A last rebalance may still be settling: until every member reports the same round.
+    wait_until(lambda: _check_rebalance_metrics(cluster.workers, leader), timeout=30,
+               message="rebalance metrics agreeing", ignore=(AssertionError,))
 
     # A write already forwarded once is not forwarded again: Kafka's 409.
     refused = other.client.put(f"/connectors/{name}/pause", params={"forward": "false"})

@@ -82,6 +82,7 @@ DYNAMIC = "/admin/dynamic-worker-config"
 REAL_CASES: list[Case] = [
     Case("GET /", "/", 200),
     Case("GET /health", "/health", 200),
+    Case("GET /metrics", "/metrics", 200),
     # --- connectors
     Case("GET /connectors", "/connectors", 200),
     Case("GET /connectors", "/connectors?expand=status&expand=info", 200),

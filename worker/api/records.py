@@ -7,13 +7,28 @@ they are created once per record on the hot path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from worker.api.data import Schema
 
 Header = tuple[str, Any]
 """A header: (key, value). Values are converted by the header converter (bytes pass through)."""
+
+
+_FIELD_ACCESS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+
+
+def _field_access(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    """The slot names of a record class (in MRO order) and one getter returning them all."""
+    access = _FIELD_ACCESS.get(cls)
+    if access is None:
+        names = tuple(name for klass in cls.__mro__
+                      for name in getattr(klass, "__slots__", ()))
+        # Every record class has ConnectRecord's eight slots, so attrgetter returns a tuple.
+        access = _FIELD_ACCESS[cls] = (names, attrgetter(*names))
+    return access
 
 
 class ConnectRecord:
@@ -34,8 +49,10 @@ class ConnectRecord:
         self.headers: tuple[Header, ...] = tuple(headers) if headers else ()
 
     def _fields(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for cls in type(self).__mro__
-                for name in getattr(cls, "__slots__", ())}
+        # Transformations copy a record per record: the slot names and a C-level getter
+        # are computed once per class, not walked through the MRO every time.
+        names, getter = _field_access(type(self))
+        return dict(zip(names, getter(self), strict=True))
 
     def new_record(self, **changes: Any) -> ConnectRecord:
         """A copy with ``changes`` applied (what transformations return)."""

@@ -148,6 +148,17 @@ COMMON = (
     .define("rest.basic.auth.jaas.file", Type.STRING, None, Importance.MEDIUM,
             "BasicAuthSecurityRestExtension: Kafka's JAAS file whose KafkaConnect entry's "
             "PropertyFileLoginModule names the credentials file (connect-plane setting).")
+    .define("metrics.sample.window.ms", Type.LONG, 30000, Importance.LOW,
+            "The window of time a metrics sample is computed over (the windowed rates, "
+            "averages and maxima of /metrics, docs/metrics.md).",
+            validator=at_least(1))
+    .define("metrics.num.samples", Type.INT, 2, Importance.LOW,
+            "The number of samples kept to compute windowed metrics.",
+            validator=at_least(1))
+    .define("rest.metrics.enabled", Type.BOOLEAN, True, Importance.LOW,
+            "Serve the worker's metrics in Prometheus text format on /metrics of the REST "
+            "listeners (not on admin.listeners); false answers 404 (connect-plane setting, "
+            "docs/metrics.md).")
 )
 
 STANDALONE = COMMON.merge(
@@ -233,8 +244,8 @@ KNOWN_UNUSED = frozenset({
     "offset.storage.file.filename", "key.converter.schemas.enable",
     "value.converter.schemas.enable", "internal.key.converter", "internal.value.converter",
     "rest.host.name", "rest.port", "access.control.allow.origin",
-    "access.control.allow.methods", "response.http.headers.config", "metrics.sample.window.ms",
-    "metrics.num.samples", "metrics.recording.level", "auto.include.jmx.reporter",
+    "access.control.allow.methods", "response.http.headers.config",
+    "metrics.recording.level", "auto.include.jmx.reporter",
     "exactly.once.source.support",
     "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes",
     "request.timeout.ms", "retry.backoff.ms", "reconnect.backoff.ms",

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import select
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import accumulate, repeat
 from typing import IO, Any
 
 from worker.api import (
@@ -52,8 +52,6 @@ POLL_WAIT_S = 0.1
 MISSING_FILE_WAIT_S = 1.0
 """Back-off while the source file does not exist yet (Kafka waits one second, too)."""
 _READ_CHUNK = 64 * 1024
-# Kafka's line splitting: "\n", "\r\n" and a lone "\r" all end a line.
-_EOL = re.compile(rb"\r\n|\r|\n")
 
 
 def _single_topic(name: str, value: Any) -> None:
@@ -258,29 +256,40 @@ class FileStreamSourceTask(SourceTask):
         return chunk
 
     def _extract_lines(self, records: list[SourceRecord]) -> None:
+        room = self._batch_size - len(records)
         buffer = self._buffer
-        end = len(buffer)
-        start = 0
+        if room <= 0 or not buffer:
+            return
+        # bytes.splitlines ends lines exactly where Kafka does ("\n", "\r\n", a lone "\r"),
+        # in C; each piece keeps its end of line, so its length advances the position.
+        pieces = buffer.splitlines(True)
+        if len(pieces) > room:
+            del pieces[room:]
+        else:
+            last = pieces[-1][-1]
+            # No end of line yet, or a final "\r" that may be the first half of "\r\n".
+            if last != 0x0A:
+                pieces.pop()
+        if not pieces:
+            return
         position = self._position
-        partition, topic, limit = self._partition, self._topic, self._batch_size
+        partition, topic = self._partition, self._topic
         timestamp = int(time.time() * 1000)
-        search = _EOL.search
-        while len(records) < limit:
-            match = search(buffer, start)
-            if match is None:
-                break
-            line_end, next_start = match.span()
-            if next_start == end and next_start - line_end == 1 and buffer[line_end] == 0x0D:
-                break  # a final "\r" may be the first half of "\r\n": wait for more bytes
-            line = buffer[start:line_end].decode("utf-8", "replace")
-            start = next_start
-            offset = {POSITION_FIELD: None if position is None else position + start}
-            records.append(SourceRecord(partition, offset, topic, None, None, None,
-                                        STRING_SCHEMA, line, timestamp))
-        if start:
-            del buffer[:start]
-            if position is not None:
-                self._position = position + start
+        # Each piece's position is the running sum of the lengths (its end of line included);
+        # a piece's content never ends in "\r" or "\n" (that would have ended it earlier).
+        ends = list(accumulate(map(len, pieces)))
+        consumed = ends[-1]
+        if position is None:  # stdin: no offsets
+            positions: Iterable[int | None] = repeat(None, len(pieces))
+        else:
+            positions = [position + end for end in ends]
+            self._position = position + consumed
+        records.extend([SourceRecord(partition, {POSITION_FIELD: at}, topic, None, None, None,
+                                     STRING_SCHEMA,
+                                     piece.rstrip(b"\r\n").decode("utf-8", "replace"),
+                                     timestamp)
+                        for piece, at in zip(pieces, positions, strict=True)])
+        del buffer[:consumed]
 
     def stop(self) -> None:
         self._stopping.set()

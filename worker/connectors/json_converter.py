@@ -77,6 +77,8 @@ _INT_TYPES = frozenset((SchemaType.INT8, SchemaType.INT16, SchemaType.INT32, Sch
 _FLOAT_TYPES = frozenset((SchemaType.FLOAT32, SchemaType.FLOAT64))
 _DECIMAL_MARK = DECIMAL_NAME.encode()
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# What _dumps does for a str, without its Python-level dispatch (the C encoder).
+_dumps_str = json.encoder.encode_basestring
 
 
 class JsonConverter(Converter):
@@ -95,6 +97,8 @@ class JsonConverter(Converter):
         # id(schema) -> (schema, JSON form). Schemas hold dicts, so they are not hashable;
         # keeping the schema in the entry keeps its id from being reused.
         self._schema_cache: dict[int, tuple[Schema, dict[str, Any]]] = {}
+        # id(schema) -> (schema, envelope prefix) for plain STRING schemas (the fast path).
+        self._envelope_cache: dict[int, tuple[Schema | None, str]] = {}
         # NUMERIC decimals are written as placeholder strings, swapped for the exact
         # number text after encoding (json cannot emit a Decimal as a number itself).
         self._numeric_token = f"\ue000{uuid.uuid4().hex}:"
@@ -110,6 +114,7 @@ class JsonConverter(Converter):
         self._numeric_decimals = parsed[DECIMAL_FORMAT_CONFIG].upper() == "NUMERIC"
         self._replace_null = parsed[REPLACE_NULL_WITH_DEFAULT_CONFIG]
         self._schema_cache.clear()
+        self._envelope_cache.clear()
 
     # Kafka's JsonConverter is also a HeaderConverter: headers convert like values.
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None,
@@ -125,6 +130,13 @@ class JsonConverter(Converter):
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if schema is None and value is None:
             return None
+        if type(value) is str and (schema is None or (schema.type is SchemaType.STRING
+                                                      and schema.name is None)):
+            # A line of text, the common case: no walk over the value, and with schemas on
+            # the envelope's schema part is text cached per schema (same bytes as below).
+            if not self._schemas_enabled:
+                return _dumps_str(value).encode("utf-8")
+            return (self._envelope_prefix(schema) + _dumps_str(value) + "}").encode("utf-8")
         try:
             payload = self._to_json(schema, value)
             if self._schemas_enabled:
@@ -134,10 +146,23 @@ class JsonConverter(Converter):
             raise DataException("Converting Kafka Connect data to byte[] failed due to "
                                 f"serialization error of topic {topic}: {exc}") from exc
         finally:
-            numbers, self._numeric_values = self._numeric_values, []
+            numbers = self._numeric_values
+            if numbers:
+                self._numeric_values = []
         if numbers:
             text = self._insert_numbers(text, numbers)
         return text.encode("utf-8")
+
+    def _envelope_prefix(self, schema: Schema | None) -> str:
+        """``{"schema":<schema>,"payload":`` for a plain STRING schema (or None), cached."""
+        cached = self._envelope_cache.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        prefix = '{"schema":' + _dumps(self.as_json_schema(schema)) + ',"payload":'
+        if len(self._envelope_cache) >= max(self._cache_size, 1):
+            self._envelope_cache.clear()
+        self._envelope_cache[id(schema)] = (schema, prefix)
+        return prefix
 
     def as_json_schema(self, schema: Schema | None) -> dict[str, Any] | None:
         """The envelope's ``schema`` member for ``schema`` (cached)."""

@@ -70,6 +70,7 @@ from worker.herder.threaded import REQUEST_TIMEOUT_S, ThreadedHerder
 from worker.plugins.registry import PluginRegistry
 from worker.runtime.loggers import Loggers
 from worker.runtime.worker import Worker
+from worker.runtime.worker_metrics import RebalanceMetrics
 from worker.storage.base import TargetState, TaskId
 from worker.storage.kafka import (
     ConfigUpdate,
@@ -103,7 +104,12 @@ class DistributedHerder(ThreadedHerder):
         self.kafka_config_store = config_store
         self.kafka_status_store = status_store
         self.url = url
-        self.membership = GroupMembership(config, self._metadata, self._assign)
+        self._protocol = str(config.get("connect.protocol")).lower()
+        # connect-worker-rebalance-metrics of /metrics: the membership reports a round
+        # starting, _on_assignment its end.
+        self.rebalance_metrics = RebalanceMetrics(self._protocol, worker.metric_window)
+        self.membership = GroupMembership(config, self._metadata, self._assign,
+                                          on_rebalance=self.rebalance_metrics.started)
         self._leader = GroupLeader(int(config.get("scheduled.rebalance.max.delay.ms")))
         self._assignment: WorkerAssignment | None = None
         self._member_id = ""
@@ -120,7 +126,6 @@ class DistributedHerder(ThreadedHerder):
                                       publish_task_configs=self._publish_task_configs,
                                       owns_connector=self._owns_connector,
                                       owns_task=self._owns_task)
-        self._protocol = str(config.get("connect.protocol")).lower()
         self._keys = SessionKeys(config, config_store.session_key, config_store.put_session_key)
         self._sender = TaskConfigSender(lambda: self._leader_url(), sign=self._keys.sign)
         if self._protocol != SESSIONED:
@@ -229,6 +234,7 @@ class DistributedHerder(ThreadedHerder):
                  len(assignment.assigned.connectors), len(assignment.assigned.tasks),
                  len(assignment.revoked.connectors), len(assignment.revoked.tasks))
         self._reconciler.reconcile()  # stops revoked work, starts newly assigned work
+        self.rebalance_metrics.completed_round(generation, assignment.leader_url)
         self._rejoin_at = None
         if cluster_view.revoked_work_remains(assignment, self._shape_now()):
             self.membership.request_rejoin()  # revoked work may now go elsewhere

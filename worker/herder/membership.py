@@ -77,6 +77,8 @@ class _Coordinator(BaseCoordinator):
     async def _on_join_prepare_async(self, generation: int, member_id: str,
                                      timeout_ms: int | None = None) -> None:
         log.info("Rebalance started (previous generation %d)", generation)
+        if self._membership.on_rebalance is not None:
+            self._membership.on_rebalance()
 
     def _perform_assignment(self, leader_id: str, protocol: str, members: list[Any]
                             ) -> dict[str, bytes]:
@@ -102,8 +104,10 @@ class GroupMembership:
     """This worker's membership in the cluster's group (herder thread API)."""
 
     def __init__(self, config: DistributedConfig, metadata: Callable[[], MemberMetadata],
-                 assign_fn: AssignFn) -> None:
+                 assign_fn: AssignFn, on_rebalance: Callable[[], None] | None = None) -> None:
         self.config = config
+        #: Told when a rebalance starts (the rebalance metrics), on the coordinator's thread.
+        self.on_rebalance = on_rebalance
         self.metadata = metadata
         self.assign_fn = assign_fn
         self._client: KafkaNetClient | None = None

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from fastapi import FastAPI
+from prometheus_client.registry import CollectorRegistry
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from worker.errors import RequestTargetError
@@ -27,6 +28,7 @@ from worker.rest.routes import (
     connector_topics,
     connectors,
     loggers,
+    metrics,
     root,
     worker_config,
 )
@@ -132,9 +134,11 @@ class RequestLogMiddleware:
                       target, status, (time.perf_counter() - started) * 1000)
 
 
-def create_app(herder: Herder, security: RestSecurity | None = None) -> FastAPI:
+def create_app(herder: Herder, security: RestSecurity | None = None,
+               metrics_registry: CollectorRegistry | None = None) -> FastAPI:
     """The REST application for ``herder``: Connect's resources, errors and OpenAPI; with
-    ``security``, its REST extensions' middleware and admin authorization."""
+    ``security``, its REST extensions' middleware and admin authorization; with
+    ``metrics_registry``, ``/metrics`` serving it (``rest.metrics.enabled``)."""
     app = ConnectAPI(
         title=TITLE,
         description="Apache Kafka Connect 4.x compatible REST API served by connect-plane.",
@@ -146,6 +150,9 @@ def create_app(herder: Herder, security: RestSecurity | None = None) -> FastAPI:
     for module in (root, connectors, connector_offsets, connector_topics, connector_plugins,
                    loggers, worker_config, admin):
         app.include_router(module.router)
+    # Always routed (one OpenAPI document whatever the setting): 404 without a registry.
+    setattr(app.state, metrics.METRICS_REGISTRY, metrics_registry)
+    app.include_router(metrics.router)
     install_error_handlers(app)
     # Distributed mode: requests another worker must serve are replayed there.
     app.add_exception_handler(RequestTargetError, forward_request)

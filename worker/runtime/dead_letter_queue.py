@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from worker.api.exceptions import ConnectException
 from worker.runtime.error_handling import ErrorReporter, ProcessingContext, class_name
+from worker.runtime.task_metrics import ErrorMetrics
 from worker.storage.base import TaskId
 from worker.util.kafka_types import ConsumedMessage
 from worker.util.secrets import KNOWN_SECRETS
@@ -89,8 +90,11 @@ class DeadLetterQueueReporter(ErrorReporter):
     def __init__(self, task_id: TaskId, topic: str, replication_factor: int,
                  context_headers_enabled: bool, producer_config: dict[str, str],
                  admin_config: Mapping[str, Any], flush_timeout_s: float, *,
-                 producer_factory: Callable[[dict[str, Any]], Any] = Producer) -> None:
+                 producer_factory: Callable[[dict[str, Any]], Any] = Producer,
+                 metrics: ErrorMetrics | None = None) -> None:
         self.task_id = task_id
+        # deadletterqueue-produce-{requests,failures} of the task's task-error-metrics.
+        self.metrics = metrics or ErrorMetrics()
         self.topic = topic
         self._replication_factor = replication_factor
         self._context_headers = context_headers_enabled
@@ -159,6 +163,7 @@ class DeadLetterQueueReporter(ErrorReporter):
         if ts_type:  # a record without a timestamp gets the producer's, as in Kafka
             kwargs["timestamp"] = ts
         deadline = time.monotonic() + self._flush_timeout_s
+        self.metrics.dlq_produce_requests += 1
         while True:
             try:
                 producer.produce(self.topic, message.value(), message.key(), **kwargs)
@@ -166,11 +171,13 @@ class DeadLetterQueueReporter(ErrorReporter):
             except BufferError:
                 # librdkafka's queue is full: serve delivery reports, then retry.
                 if time.monotonic() >= deadline:
+                    self.metrics.dlq_produce_failures += 1
                     raise ConnectException(
                         f"Could not produce message to dead letter queue. topic={self.topic}: "
                         "the producer queue stayed full") from None
                 producer.poll(0.05)
             except KafkaException as exc:
+                self.metrics.dlq_produce_failures += 1
                 raise ConnectException("Could not produce message to dead letter queue. "
                                        f"topic={self.topic}") from exc
         self.pending = True
@@ -178,6 +185,8 @@ class DeadLetterQueueReporter(ErrorReporter):
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         # Called from poll()/flush(), i.e. on the task's thread.
+        if err is not None:
+            self.metrics.dlq_produce_failures += 1
         if err is not None and self.error is None:
             log.error("Task %s: could not produce message to dead letter queue. topic=%s: %s",
                       self._task, self.topic, err)

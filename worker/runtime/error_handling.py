@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from worker.api.exceptions import ConnectException, RetriableException
 from worker.runtime.connector_config import error_handling_values
+from worker.runtime.task_metrics import ErrorMetrics
 from worker.storage.base import TaskId
 
 log = logging.getLogger(__name__)
@@ -179,12 +180,17 @@ class RetryWithToleranceOperator:
     ``interrupt`` is set when the task stops (sinks: or pauses): a backoff waits on it,
     so the retry ends at once with ``RetryInterrupted`` — not a failure: nothing is
     reported and the record is not skipped (Kafka marks it failed instead).
+
+    ``metrics`` gets Kafka's ``task-error-metrics`` counts, where Kafka's operator counts
+    them: a failure per failed attempt, a retry per backoff, an error per record that
+    failed for good, a skip per record tolerated, an error logged per LogReporter report.
     """
 
     def __init__(self, config: ErrorHandlingConfig, interrupt: threading.Event,
                  reporters: list[ErrorReporter] | None = None, *,
                  clock: Callable[[], float] = time.monotonic,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None,
+                 metrics: ErrorMetrics | None = None) -> None:
         self._retry_timeout_ms = config.retry_timeout_ms
         self._max_delay_ms = config.retry_delay_max_ms
         self._tolerate_all = config.tolerate_all
@@ -193,6 +199,7 @@ class RetryWithToleranceOperator:
         self._clock = clock
         self._rng = rng or random.Random()
         self.total_failures = 0
+        self.metrics = metrics or ErrorMetrics()
 
     # --- running stages --------------------------------------------------------------
 
@@ -209,6 +216,7 @@ class RetryWithToleranceOperator:
             return self._execute_and_handle(context, stage, operation)
         finally:
             if context.failed:
+                self.metrics.record_errors += 1
                 self.report(context)
 
     def execute_failed(self, context: ProcessingContext, stage: Stage,
@@ -216,14 +224,19 @@ class RetryWithToleranceOperator:
         """Record a failure that happened outside ``execute`` (KIP-610's errant records):
         report it, then raise if it is not tolerated."""
         self.total_failures += 1
+        self.metrics.mark_failed()
+        self.metrics.record_failures += 1
         context.stage, context.executing_class, context.error = stage, executing_class, error
         self.report(context)
         if not self.within_tolerance_limits():
+            self.metrics.record_errors += 1
             raise ConnectException(TOLERANCE_EXCEEDED) from error
 
     def report(self, context: ProcessingContext) -> None:
         for reporter in self.reporters:
             reporter.report(context)
+            if isinstance(reporter, LogReporter):
+                self.metrics.errors_logged += 1
 
     def within_tolerance_limits(self) -> bool:
         return self._tolerate_all or self.total_failures == 0
@@ -236,18 +249,23 @@ class RetryWithToleranceOperator:
             raise
         except Exception as exc:
             self.total_failures += 1
+            self.metrics.record_failures += 1
+            self.metrics.mark_failed()
             context.error = exc
             if stage not in TOLERABLE_STAGES:
                 raise ConnectException(UNHANDLED) from exc
             if not self.within_tolerance_limits():
                 raise ConnectException(TOLERANCE_EXCEEDED) from exc
+            self.metrics.records_skipped += 1
             return None
         if context.failed:
             # Retries ran out. Kafka then drops the record even with errors.tolerance=none;
             # here "none" fails the task, as the setting says (docs/limitations.md).
             self.total_failures += 1
+            self.metrics.mark_failed()
             if not self.within_tolerance_limits():
                 raise ConnectException(TOLERANCE_EXCEEDED) from context.error
+            self.metrics.records_skipped += 1
         return result
 
     def _execute_and_retry(self, context: ProcessingContext, operation: Callable[[], V]
@@ -262,6 +280,7 @@ class RetryWithToleranceOperator:
             try:
                 return operation()
             except RetriableException as exc:
+                self.metrics.record_failures += 1
                 if self._clock() >= deadline:
                     context.error = exc
                     return None
@@ -269,6 +288,7 @@ class RetryWithToleranceOperator:
                           context.stage, attempt)
                 if self._interrupt.wait(self.backoff_delay_s(attempt, deadline)):
                     raise RetryInterrupted() from exc
+                self.metrics.retries += 1
 
     def backoff_delay_s(self, attempt: int, deadline: float) -> float:
         """The wait after the ``attempt``-th failure: 300 ms doubled per retry; once that

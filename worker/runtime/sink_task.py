@@ -32,6 +32,7 @@ from worker.runtime.error_handling import (
 )
 from worker.runtime.sink_errors import TIMESTAMP_TYPES, SinkErrorHandler
 from worker.runtime.status import StatusReporter
+from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import State, TargetState, TaskId
 from worker.util.kafka_types import ConsumedMessage
@@ -83,8 +84,9 @@ class WorkerSinkTask(WorkerTask):
                  chain: TransformationChain, offset_flush_interval_ms: int,
                  error_config: ErrorHandlingConfig | None = None,
                  dlq: DeadLetterQueueReporter | None = None,
-                 on_topic: Callable[[str], None] | None = None) -> None:
-        super().__init__(task_id, task, task_config, target_state, status, on_topic)
+                 on_topic: Callable[[str], None] | None = None,
+                 metrics: TaskMetrics | None = None) -> None:
+        super().__init__(task_id, task, task_config, target_state, status, on_topic, metrics)
         self.sink_task: SinkTask = task
         self._consumer_config = consumer_config
         self._subscription = [f"^{topics_regex}"] if topics_regex else list(topics)
@@ -98,7 +100,8 @@ class WorkerSinkTask(WorkerTask):
         self._retry_interrupt = threading.Event()
         errors = error_config or ErrorHandlingConfig()
         self._errors = SinkErrorHandler(
-            task_id, errors, RetryWithToleranceOperator(errors, self._retry_interrupt),
+            task_id, errors, RetryWithToleranceOperator(errors, self._retry_interrupt,
+                                                        metrics=self.metrics.errors),
             key_converter, value_converter, chain, self._build_record, dlq)
         # As Kafka, reports name the SinkTask base class as the stage's class.
         self.errant_reporter = self._errors.errant_record_reporter(SinkTask)
@@ -106,6 +109,9 @@ class WorkerSinkTask(WorkerTask):
         self._context = _Context(self)
         self.assignment: set[TopicPartition] = set()
         self._current: dict[TopicPartition, int] = {}  # next offset to read, per partition
+        # Per partition, the offset committed last (or the first one read): with
+        # _current, the sink-record-active-count of /metrics.
+        self._committed: dict[TopicPartition, int] = {}
         self._paused = False
         self._warned: set[int] = set()
 
@@ -130,6 +136,7 @@ class WorkerSinkTask(WorkerTask):
         log.info("Task %s: assigned partitions %s", self.id,
                  ", ".join(f"{p.topic}-{p.partition}" for p in partitions))
         self.assignment.update(assigned)
+        self.metrics.partition_count = len(self.assignment)
         self.sink_task.open(assigned)
         if self._paused:
             consumer.pause(partitions)
@@ -154,6 +161,8 @@ class WorkerSinkTask(WorkerTask):
             for tp in partitions:
                 self.assignment.discard(tp)
                 self._current.pop(tp, None)
+                self._committed.pop(tp, None)
+            self.metrics.partition_count = len(self.assignment)
 
     # --- loop ------------------------------------------------------------------------------
 
@@ -166,12 +175,14 @@ class WorkerSinkTask(WorkerTask):
             self._apply_rewinds(consumer)
             messages = consumer.consume(MAX_BATCH, POLL_TIMEOUT_S)
             if messages:
+                self.metrics.record_read(len(messages))
                 records, positions, poison = self._convert(
                     cast("list[ConsumedMessage]", messages))
                 if self._deliver(records):
                     # Only records put() may be committed: a batch abandoned by a stop
                     # must be consumed again, not skipped.
                     self._current.update(positions)
+                    self._record_active()
                     if isinstance(poison, RetryInterrupted):
                         # Paused or stopping in a retry: the record and the rest of the
                         # batch are consumed again later.
@@ -198,10 +209,10 @@ class WorkerSinkTask(WorkerTask):
         # Paused sinks keep polling (no records) so they stay members of the group.
         if want_paused:
             consumer.pause(parts)
-            self.status.task(self.id, State.PAUSED)
+            self.report_state(State.PAUSED)
         else:
             consumer.resume(parts)
-            self.status.task(self.id, State.RUNNING)
+            self.report_state(State.RUNNING)
         self._paused = want_paused
 
     def _apply_rewinds(self, consumer: Consumer) -> None:
@@ -231,6 +242,7 @@ class WorkerSinkTask(WorkerTask):
         value_conv = self._value_converter.to_connect_data
         chain = self._chain if self._chain else None
         positions: dict[TopicPartition, int] = {}
+        committed = self._committed
         # The first message always differs from this sentinel, so ``tp`` is set before use.
         last_topic, last_partition, tp = "", -1, TopicPartition("", -1)
         for msg in messages:
@@ -249,6 +261,8 @@ class WorkerSinkTask(WorkerTask):
             if partition != last_partition or topic != last_topic:
                 last_topic, last_partition = topic, partition
                 tp = TopicPartition(topic, partition)
+                if tp not in committed:
+                    committed[tp] = offset  # /metrics: the active count's baseline
                 if topic not in self.seen_topics:
                     self.record_topic(topic)  # KIP-558: a topic is active once consumed
             try:
@@ -320,7 +334,9 @@ class WorkerSinkTask(WorkerTask):
         """put() the batch, retrying after RetriableException; False if a stop came first."""
         while True:
             try:
+                started = time.monotonic()
                 self.sink_task.put(records)
+                self.metrics.record_put(len(records), time.monotonic() - started)
                 return True
             except RetriableException:
                 # Redeliver the same batch after the task's timeout; keep polling (paused)
@@ -348,7 +364,12 @@ class WorkerSinkTask(WorkerTask):
         current = {tp: o for tp, o in self._current.items() if only is None or tp in only}
         if not current:
             return {}
-        committable = self.sink_task.pre_commit(dict(current))
+        started = time.monotonic()  # as Kafka, the commit's time includes pre_commit
+        try:
+            committable = self.sink_task.pre_commit(dict(current))
+        except Exception:
+            self.metrics.record_commit(time.monotonic() - started, ok=False)
+            raise
         chosen = {tp: off for tp, off in committable.items() if tp in self.assignment}
         if not chosen:
             return {}
@@ -362,8 +383,20 @@ class WorkerSinkTask(WorkerTask):
         except KafkaException as exc:
             # The next commit retries; records since the last commit may be redelivered.
             log.warning("Task %s: offset commit failed: %s", self.id, exc)
+            self.metrics.record_commit(time.monotonic() - started, ok=False)
             return {}
+        self.metrics.record_commit(time.monotonic() - started, ok=True)
+        self._committed.update(chosen)
+        self._record_active()
         return chosen
+
+    def _record_active(self) -> None:
+        """sink-record-active-count: records put but not committed (Kafka's consumed
+        minus committed offsets, per partition); once per batch and per commit."""
+        current = self._current
+        self.metrics.record_sink_active(sum(
+            max(current.get(tp, committed) - committed, 0)
+            for tp, committed in self._committed.items()))
 
     def _interrupt(self) -> None:
         """Stopping needs no call into the plugin, only a retry's backoff is ended: the

@@ -1,4 +1,13 @@
-"""WorkerSourceTask: poll → transforms → converters → produce; offsets after acknowledgement."""
+"""WorkerSourceTask: poll → transforms → converters → produce; offsets after acknowledgement.
+
+Every poll() batch is sent as one ``SubmittedBatch`` (``worker.runtime.offsets``): records
+without a timestamp, partition or headers go to librdkafka in one ``produce_batch`` call per
+topic run, the others one ``produce()`` each; every record carries the batch's
+``acknowledge`` as its delivery callback, served by ``producer.poll(0)`` after each batch on
+this thread. The periodic offset commit writes what is acknowledged at that moment — no
+producer flush, no waiting; only the final commit on stop waits (``offset.flush.timeout.ms``)
+for what is still in flight.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from worker.api.converter import Converter
 from worker.api.exceptions import ConnectException, RetriableException
@@ -19,17 +28,19 @@ from worker.runtime.error_handling import (
     RetryInterrupted,
     RetryWithToleranceOperator,
 )
-from worker.runtime.offsets import OffsetTracker, StoreOffsetReader
+from worker.runtime.offsets import StoreOffsetReader, SubmittedBatch, SubmittedRecords
 from worker.runtime.source_errors import SourceErrorHandler
 from worker.runtime.status import StatusReporter
+from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import OffsetBackingStore, TargetState, TaskId
 
 log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.1
-DELIVERY_POLL_INTERVAL_S = 0.05
+QUEUE_FULL_WAIT_S = 0.05
 _NOTHING = object()
+_QUEUE_FULL = KafkaError._QUEUE_FULL
 
 
 class _Context(SourceTaskContext):
@@ -63,8 +74,9 @@ class WorkerSourceTask(WorkerTask):
                  value_converter: Converter, chain: TransformationChain,
                  offset_store: OffsetBackingStore, offset_flush_interval_ms: int,
                  offset_flush_timeout_ms: int, error_config: ErrorHandlingConfig | None = None,
-                 on_topic: Callable[[str], None] | None = None) -> None:
-        super().__init__(task_id, task, task_config, target_state, status, on_topic)
+                 on_topic: Callable[[str], None] | None = None,
+                 metrics: TaskMetrics | None = None) -> None:
+        super().__init__(task_id, task, task_config, target_state, status, on_topic, metrics)
         self.source_task: SourceTask = task
         self._producer_config = producer_config
         self._key_converter = key_converter
@@ -77,24 +89,23 @@ class WorkerSourceTask(WorkerTask):
         # failed (the slow path, worker.runtime.source_errors).
         errors = error_config or ErrorHandlingConfig()
         self._errors = SourceErrorHandler(
-            task_id, errors, RetryWithToleranceOperator(errors, self.stopping),
+            task_id, errors, RetryWithToleranceOperator(errors, self.stopping,
+                                                        metrics=self.metrics.errors),
             key_converter, value_converter, chain)
-        self._tracker = OffsetTracker()
-        self._delivery_error: KafkaException | None = None
+        self._submitted = SubmittedRecords()
         self._producer: Producer | None = None
-        # Per-record acknowledgement callbacks cost time; only pay for them when the task
-        # overrides commit_record.
+        # source-record-write-*: records handed to the producer, and how many of them had
+        # left its queue (acknowledged) when last counted; counted once per batch.
+        self._sent = 0
+        self._written = 0
+        # Per-record acknowledgement callbacks that call the task cost more; only pay for
+        # them when the task overrides commit_record.
         self._wants_commit_record = (type(task).commit_record is not SourceTask.commit_record)
 
     def initialize(self) -> None:
-        config: dict[str, Any] = dict(self._producer_config)
-        # Successful deliveries are confirmed in bulk by flush() at commit time; only
-        # failures call back (per-record callbacks cost more than the rest of the path),
-        # unless the task wants commit_record for each record.
-        config["on_delivery"] = self._on_delivery
-        if not self._wants_commit_record:
-            config["delivery.report.only.error"] = True
-        self._producer = Producer(config)
+        # Successful deliveries must be reported too: they are what makes offsets
+        # committable (so no delivery.report.only.error).
+        self._producer = Producer(dict(self._producer_config))
         reader = StoreOffsetReader(self._offset_store, self.id.connector)
         self.source_task.initialize(_Context(self.task_config, reader))
         self.source_task.start(self.task_config)
@@ -102,13 +113,17 @@ class WorkerSourceTask(WorkerTask):
     def execute(self) -> None:
         producer = self._producer
         assert producer is not None
+        submitted = self._submitted
+        metrics = self.metrics
         next_commit = time.monotonic() + self._flush_interval_s
-        next_poll = 0.0
         while not self.stopping.is_set():
             if not self.await_unpaused():
                 break
             try:
+                started = time.monotonic()
                 records = self.source_task.poll()
+                if records:
+                    metrics.record_poll(len(records), time.monotonic() - started)
             except RetriableException:
                 log.warning("Task %s: retriable error from poll(); retrying", self.id)
                 self.stopping.wait(RETRY_BACKOFF_S)
@@ -120,26 +135,31 @@ class WorkerSourceTask(WorkerTask):
                     # Stopping during a retry: the batch's offsets are not committed, so
                     # it is polled again after a restart.
                     break
-            now = time.monotonic()
-            if now >= next_poll:
-                # Serves delivery-failure reports; costs ~0.3 ms, so not after every batch.
-                producer.poll(0)
-                next_poll = now + DELIVERY_POLL_INTERVAL_S
-            self._raise_delivery_error()
+            producer.poll(0)  # serves delivery reports: the acknowledgements
+            self._count_written(producer)
+            if submitted.error is not None:
+                raise ConnectException("Unrecoverable exception from producer send callback"
+                                       ) from KafkaException(submitted.error)
             if time.monotonic() >= next_commit:
                 self.commit_offsets()
                 next_commit = time.monotonic() + self._flush_interval_s
 
-    def _on_delivery(self, err: Any, _msg: Any) -> None:
-        # librdkafka calls this from producer.poll()/flush(), i.e. on this task's thread.
-        if err is not None and self._delivery_error is None:
-            self._delivery_error = KafkaException(err)
+    def _count_written(self, producer: Producer) -> None:
+        # librdkafka's queue length counts what is neither acknowledged nor failed yet; a
+        # failure fails the task, so what left the queue was written.
+        written = self._sent - len(producer)
+        if written > self._written:
+            self.metrics.record_write(written - self._written)
+            self._written = written
 
-    def _record_callback(self, record: SourceRecord) -> Callable[[Any, Any], None]:
+    def _record_callback(self, record: SourceRecord, batch: SubmittedBatch
+                         ) -> Callable[[Any, Any], None]:
         """Per-record delivery callback, only for tasks that override commit_record."""
+        acknowledge = batch.acknowledge
+
         def on_delivery(err: Any, msg: Any) -> None:
+            acknowledge(err, msg)
             if err is not None:
-                self._on_delivery(err, msg)
                 return
             metadata = RecordMetadata(msg.topic(), msg.partition(), msg.offset(),
                                       msg.timestamp()[1])
@@ -149,28 +169,31 @@ class WorkerSourceTask(WorkerTask):
                 log.exception("Task %s: commit_record raised", self.id)
         return on_delivery
 
-    def _raise_delivery_error(self) -> None:
-        if self._delivery_error is not None:
-            raise ConnectException("Unrecoverable exception from producer send callback"
-                                   ) from self._delivery_error
-
     def _send(self, records: list[SourceRecord]) -> None:
         producer = self._producer
         assert producer is not None
+        batch = self._submitted.new_batch()
+        acknowledge = batch.acknowledge
         chain = self._chain if self._chain else None
         key_conv = self._key_converter.from_connect_data
         value_conv = self._value_converter.from_connect_data
-        produce = producer.produce
+        produce: Callable[..., None] = producer.produce
         seen = self.seen_topics
         plain = not self._wants_commit_record
         # Sources often give a whole batch one key object (or None): converters are pure,
         # so the previous record's serialized key is reused when the same object repeats.
         last_key: Any = _NOTHING
         last_key_topic = last_key_schema = key_bytes = None
+        # Consecutive records for one topic without timestamp, partition or headers go to
+        # librdkafka in one produce_batch call (it takes none of those three).
+        run: list[dict[str, Any]] = []
+        run_topic = ""
+        skipped = 0
         for record in records:
             try:
                 out = chain.apply(record) if chain is not None else record
                 if out is None:
+                    skipped += 1
                     if not plain:
                         self.source_task.commit_record(record, None)
                     continue
@@ -187,6 +210,7 @@ class WorkerSourceTask(WorkerTask):
                 last_key = _NOTHING
                 recovered = self._errors.recover(record)
                 if recovered is None:
+                    skipped += 1
                     if not plain:
                         self.source_task.commit_record(record, None)
                     continue
@@ -196,30 +220,66 @@ class WorkerSourceTask(WorkerTask):
                 self.record_topic(topic)
             if plain and out.kafka_partition is None and out.timestamp is None \
                     and not out.headers:
-                try:
-                    produce(topic, value, key)  # the hot path: no per-record extras
-                except (BufferError, KafkaException):
-                    self._produce(produce, topic, value, key)
-            else:
-                kwargs: dict[str, Any] = {}
-                if not plain:
-                    kwargs["on_delivery"] = self._record_callback(record)
-                if out.kafka_partition is not None:
-                    kwargs["partition"] = out.kafka_partition
-                if out.timestamp is not None:
-                    kwargs["timestamp"] = out.timestamp
-                if out.headers:
-                    kwargs["headers"] = encode_headers(out.headers)
-                self._produce(produce, topic, value, key, **kwargs)
-        # Only a fully submitted batch counts: if it failed half-way, its offsets must not
-        # be committed by close() (its later records were never sent).
-        self._tracker.track(records)
+                if topic != run_topic and run:
+                    self._produce_batch(run_topic, run, batch)
+                    run = []
+                run_topic = topic
+                run.append({"value": value, "key": key})
+                continue
+            if run:  # keep the records' order
+                self._produce_batch(run_topic, run, batch)
+                run = []
+            # Positional (topic, value, key, partition, on_delivery, callback, timestamp,
+            # headers): keyword parsing costs as much as the rest of the call. Partition -1
+            # lets librdkafka's partitioner choose; timestamp 0 means "now".
+            partition = out.kafka_partition
+            args = (topic, value, key, -1 if partition is None else partition,
+                    acknowledge if plain else self._record_callback(record, batch), None,
+                    out.timestamp or 0, encode_headers(out.headers) if out.headers else None)
+            try:
+                produce(*args)  # no retry wrapper on the hot path
+            except (BufferError, KafkaException):
+                self._produce(produce, *args)
+            batch.unacked += 1
+        if run:
+            self._produce_batch(run_topic, run, batch)
+        # Only a fully submitted batch counts: if it failed half-way, its offsets are never
+        # committed (its later records were never sent).
+        self._submitted.submit(batch, records)
+        self._sent += len(records) - skipped
+        if skipped:
+            self.metrics.record_write(0, skipped)
 
-    def _produce(self, produce: Callable[..., None], topic: str, value: bytes | None,
-                 key: bytes | None, **kwargs: Any) -> None:
+    def _produce_batch(self, topic: str, messages: list[dict[str, Any]],
+                       batch: SubmittedBatch) -> None:
+        producer = self._producer
+        assert producer is not None
         while True:
             try:
-                produce(topic, value, key, **kwargs)
+                queued = producer.produce_batch(topic, messages, on_delivery=batch.acknowledge)
+            except KafkaException as exc:
+                raise ConnectException(f"Failed to send records to {topic}") from exc
+            batch.unacked += queued
+            if queued == len(messages):
+                return
+            # librdkafka takes a prefix and marks the rest with "_error": retry the rest
+            # once the queue has room (a failure inside the prefix would reorder: refuse).
+            first = next(i for i, m in enumerate(messages) if "_error" in m)
+            rest = messages[first:]
+            errors = [m.pop("_error", None) for m in rest]
+            if len(rest) != len(messages) - queued or any(
+                    e is None or e.code() != _QUEUE_FULL for e in errors):
+                failure = next((e for e in errors if e is not None), None)
+                raise ConnectException(f"Failed to send records to {topic}: {failure}")
+            producer.poll(QUEUE_FULL_WAIT_S)
+            if self.stopping.is_set():
+                raise ConnectException("Task stopped while the producer queue was full")
+            messages = rest
+
+    def _produce(self, produce: Callable[..., None], topic: str, *args: Any) -> None:
+        while True:
+            try:
+                produce(topic, *args)
                 return
             except BufferError:
                 # librdkafka's queue is full: serve delivery reports, then retry.
@@ -230,30 +290,39 @@ class WorkerSourceTask(WorkerTask):
             except KafkaException as exc:
                 raise ConnectException(f"Failed to send a record to {topic}") from exc
 
-    def commit_offsets(self) -> bool:
-        """Flush the producer, then commit the offsets of everything it acknowledged.
+    def commit_offsets(self, wait_s: float = 0.0) -> bool:
+        """Write the offsets of everything acknowledged so far, then call the task's
+        ``commit()``.
 
-        Returns False (and commits nothing) if records are still unacknowledged after
-        ``offset.flush.timeout.ms`` or a delivery failed; the offsets are kept for the
-        next attempt.
+        Serves the pending delivery reports first; with ``wait_s`` (the final commit) it
+        waits up to that long for the records still in flight. Never commits a record
+        before it and every earlier record of its source partition was acknowledged, nor
+        anything sent after a failed delivery. Returns False when nothing could be written
+        (a store failure keeps the offsets for the next attempt).
         """
         producer = self._producer
-        if producer is None or not self._tracker:
+        if producer is None or not self._submitted:
             return True
-        remaining = producer.flush(self._flush_timeout_s)
-        if remaining:
-            log.warning("Task %s: %d records still unacknowledged after %.1f s; offsets "
-                        "not committed this time", self.id, remaining, self._flush_timeout_s)
-            return False
-        if self._delivery_error is not None:
-            return False
-        items = self._tracker.take()
+        started = time.monotonic()
+        if wait_s > 0:
+            remaining = producer.flush(wait_s)
+            if remaining:
+                log.warning("Task %s: %d records still unacknowledged after %.1f s; their "
+                            "offsets are not committed", self.id, remaining, wait_s)
+        else:
+            producer.poll(0)
+        self._count_written(producer)
+        items = self._submitted.take()
+        if not items:
+            return True
         try:
             self._offset_store.put(self.id.connector, items)
         except Exception:
-            self._tracker.restore(items)
+            self._submitted.restore(items)
             log.exception("Task %s: offset commit failed; will retry", self.id)
+            self.metrics.record_commit(time.monotonic() - started, ok=False)
             return False
+        self.metrics.record_commit(time.monotonic() - started, ok=True)
         try:
             self.source_task.commit()
         except Exception:
@@ -262,8 +331,8 @@ class WorkerSourceTask(WorkerTask):
 
     def close(self) -> None:
         try:
-            # After a failure, commit only if every record sent was still acknowledged.
-            self.commit_offsets()
+            # After a failure, only what was acknowledged before it is committed.
+            self.commit_offsets(self._flush_timeout_s)
             if self.failed and not self.stopping.is_set():
                 self.source_task.stop()
         finally:
@@ -271,5 +340,19 @@ class WorkerSourceTask(WorkerTask):
             self._key_converter.close()
             self._value_converter.close()
             self._chain.close()
-            if self._producer is not None:
-                self._producer.flush(0)
+            self._close_producer()
+
+    def _close_producer(self) -> None:
+        # Closed here, not by the garbage collector: its threads, sockets and buffers go
+        # when the task stops. close() waits for every queued record without a bound, so
+        # what the final commit gave up on is purged first (never committed: sent again
+        # after a restart).
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        try:
+            producer.purge()
+            producer.poll(0)
+            producer.close()
+        except Exception:
+            log.exception("Task %s: closing the producer failed", self.id)

@@ -21,10 +21,13 @@ from worker.runtime.chain import TransformationChain
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
 from worker.runtime.error_handling import ErrorHandlingConfig
 from worker.runtime.offsets import StoreOffsetReader
+from worker.runtime.sampled_stat import MetricWindow
 from worker.runtime.sink_task import WorkerSinkTask
 from worker.runtime.source_task import WorkerSourceTask
 from worker.runtime.status import StatusReporter
+from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_connector import WorkerConnector
+from worker.runtime.worker_metrics import WorkerMetrics
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import (
     OffsetBackingStore,
@@ -49,6 +52,11 @@ class Worker:
         self.connectors: dict[str, WorkerConnector] = {}
         self.tasks: dict[TaskId, WorkerTask] = {}
         self._graceful_s = config.get("task.shutdown.graceful.timeout.ms") / 1000
+        # /metrics (worker.runtime.metrics_collector): Kafka's metrics.sample.window.ms and
+        # metrics.num.samples shape every windowed rate, average and maximum.
+        self.metric_window = MetricWindow(config.get("metrics.sample.window.ms") / 1000,
+                                          config.get("metrics.num.samples"))
+        self.metrics = WorkerMetrics(self.metric_window)
 
     # --- connectors ----------------------------------------------------------------------
 
@@ -68,7 +76,8 @@ class Worker:
                     else StoreOffsetReader(self.offset_store, name))
 
         wc = WorkerConnector(name, create, dict(config), target, self.status, reader,
-                             on_reconfiguration, resolve=self.config.transformer.transform)
+                             on_reconfiguration, resolve=self.config.transformer.transform,
+                             on_startup=self.metrics.connector_startup)
         self.connectors[name] = wc
         wc.start()
 
@@ -136,6 +145,7 @@ class Worker:
                                            resolve(task_config), target)
         except Exception as exc:
             log.error("Cannot create task %s", task_id, exc_info=True)
+            self.metrics.task_startup(False)
             self.status.task(task_id, State.FAILED, exc)
             return
         # As stored: the herder compares these with the store to see what changed.
@@ -194,6 +204,10 @@ class Worker:
                     f"{task_id.connector}-{task_id.task}"
         flush_ms = self.config.get("offset.flush.interval.ms")
         on_topic = self._topic_tracker(task_id)
+        metrics = TaskMetrics(task_id.connector, task_id.task,
+                              "sink" if isinstance(task, SinkTask) else "source",
+                              self.metric_window)
+        metrics.on_startup = self.metrics.task_startup
         if isinstance(task, SourceTask):
             return WorkerSourceTask(
                 task_id, task, task_config, target, self.status,
@@ -202,7 +216,7 @@ class Worker:
                 key_converter=key_converter, value_converter=value_converter, chain=chain,
                 offset_store=self.offset_store, offset_flush_interval_ms=flush_ms,
                 offset_flush_timeout_ms=self.config.get("offset.flush.timeout.ms"),
-                error_config=errors, on_topic=on_topic)
+                error_config=errors, on_topic=on_topic, metrics=metrics)
         if isinstance(task, SinkTask):
             topics = [t.strip() for t in task_config.get("topics", "").split(",") if t.strip()]
             return WorkerSinkTask(
@@ -212,12 +226,13 @@ class Worker:
                 topics=topics, topics_regex=task_config.get("topics.regex", "").strip(),
                 key_converter=key_converter, value_converter=value_converter, chain=chain,
                 offset_flush_interval_ms=flush_ms, error_config=errors,
-                dlq=self._dead_letter_queue(task_id, connector_config, errors),
-                on_topic=on_topic)
+                dlq=self._dead_letter_queue(task_id, connector_config, errors, metrics),
+                on_topic=on_topic, metrics=metrics)
         raise TypeError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
     def _dead_letter_queue(self, task_id: TaskId, connector_config: Mapping[str, str],
-                           errors: ErrorHandlingConfig) -> DeadLetterQueueReporter | None:
+                           errors: ErrorHandlingConfig, metrics: TaskMetrics
+                           ) -> DeadLetterQueueReporter | None:
         """The sink task's DLQ reporter, its clients configured as Kafka configures them:
         the producer like a source task's (worker ``producer.*``, connector
         ``producer.override.*``), the admin client with ``admin.*`` / ``admin.override.*``.
@@ -232,7 +247,8 @@ class Worker:
                 self.config, connector_config, f"connector-dlq-producer-{suffix}"),
             admin_config={**kafka_clients.admin_config(self.config, connector_config),
                           "client.id": f"connector-dlq-adminclient-{suffix}"},
-            flush_timeout_s=self.config.get("offset.flush.timeout.ms") / 1000)
+            flush_timeout_s=self.config.get("offset.flush.timeout.ms") / 1000,
+            metrics=metrics.errors)
 
     def _converter(self, connector_config: Mapping[str, str], key: str, is_key: bool
                    ) -> Converter:

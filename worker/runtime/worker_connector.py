@@ -67,8 +67,8 @@ class WorkerConnector:
                  target_state: TargetState, status: StatusReporter,
                  offset_reader: Callable[[Connector], OffsetStorageReader | None],
                  on_reconfiguration_request: Callable[[str], None],
-                 resolve: Callable[[Mapping[str, str]], dict[str, str]] = _as_written
-                 ) -> None:
+                 resolve: Callable[[Mapping[str, str]], dict[str, str]] = _as_written,
+                 on_startup: Callable[[bool], None] | None = None) -> None:
         self.name = name
         self._resolve = resolve
         self.connector: Connector | None = None  # created on the connector's own thread
@@ -79,6 +79,11 @@ class WorkerConnector:
         self.status = status
         self.on_reconfiguration_request = on_reconfiguration_request
         self.state = State.UNASSIGNED
+        # /metrics: told once whether the connector started (RUNNING) or failed first
+        # (connector-startup-*), and the version the connector reports.
+        self._on_startup = on_startup
+        self._startup_reported = False
+        self.version = "unknown"
         self._started = False  # connector.start() returned and stop() not yet called
         self._commands: queue.Queue[tuple[str, Any, Future[Any] | None]] = queue.Queue()
         self._context: ConnectorContext | None = None
@@ -126,6 +131,7 @@ class WorkerConnector:
             connector = self._factory()
             self._context = _Context(self, self._offset_reader(connector))
             connector.initialize(self._context)
+            self.version = _version(connector)
             self.connector = connector
         except Exception as exc:
             self._set_failed(exc)
@@ -201,9 +207,29 @@ class WorkerConnector:
 
     def _set_state(self, state: State) -> None:
         self.state = state
+        if state is State.RUNNING:
+            self._report_startup(True)
         self.status.connector(self.name, state)
 
     def _set_failed(self, error: BaseException) -> None:
         log.error("Connector %s failed", self.name, exc_info=error)
         self.state = State.FAILED
+        self._report_startup(False)
         self.status.connector(self.name, State.FAILED, error)
+
+    def _report_startup(self, ok: bool) -> None:
+        # As Kafka's WorkerMetricsGroup: the first RUNNING is a success, a failure before
+        # it a failure; later transitions count for nothing.
+        if not self._startup_reported:
+            self._startup_reported = True
+            if self._on_startup is not None:
+                self._on_startup(ok)
+
+
+def _version(connector: Connector) -> str:
+    """The version the connector reports (plugin code: never fails the connector)."""
+    try:
+        return str(connector.version())
+    except Exception:  # noqa: BLE001 - a broken version() only costs the metric's label
+        log.warning("Connector %s: version() raised", type(connector).__name__, exc_info=True)
+        return "unknown"

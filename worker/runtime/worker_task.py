@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from worker.api.task import Task
 from worker.runtime.status import StatusReporter
+from worker.runtime.task_metrics import TaskMetrics
 from worker.storage.base import State, TargetState, TaskId
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 class WorkerTask(ABC):
     def __init__(self, task_id: TaskId, task: Task, task_config: dict[str, str],
                  target_state: TargetState, status: StatusReporter,
-                 on_topic: Callable[[str], None] | None = None) -> None:
+                 on_topic: Callable[[str], None] | None = None,
+                 metrics: TaskMetrics | None = None) -> None:
         self.id = task_id
         self.task = task
         self.task_config = task_config  # what the plugin runs with (placeholders resolved)
@@ -33,6 +35,9 @@ class WorkerTask(ABC):
         self.stored_task_config: dict[str, str] = dict(task_config)
         self.connector_config: dict[str, str] = {}
         self.status = status
+        # /metrics: what this task counts (worker.runtime.task_metrics); the task thread
+        # records into it once per batch, the scrape thread reads it.
+        self.metrics = metrics or TaskMetrics(task_id.connector, task_id.task)
         self.stopping = threading.Event()
         self.failed = False
         # KIP-558: topics this task already recorded as active (cleared by a topic reset,
@@ -81,20 +86,20 @@ class WorkerTask(ABC):
         try:
             self.initialize()
             if not self.stopping.is_set():
-                self.status.task(self.id, State.RUNNING)
+                self.report_state(State.RUNNING)
                 self.execute()
         except Exception as exc:  # any plugin failure: FAILED with its trace, worker lives on
             self.failed = True
             if not self.stopping.is_set():
                 log.error("Task %s failed", self.id, exc_info=True)
-            self.status.task(self.id, State.FAILED, exc)
+            self.report_state(State.FAILED, exc)
         finally:
             try:
                 self.close()
             except Exception:
                 log.exception("Task %s failed while closing", self.id)
             if not self.failed:
-                self.status.task(self.id, State.UNASSIGNED)
+                self.report_state(State.UNASSIGNED)
 
     def record_topic(self, topic: str) -> None:
         """KIP-558: note a topic this task produced to / consumed from, once per topic."""
@@ -107,15 +112,20 @@ class WorkerTask(ABC):
         if self._target is not TargetState.PAUSED:
             return not self.stopping.is_set()
         self.on_pause()
-        self.status.task(self.id, State.PAUSED)
+        self.report_state(State.PAUSED)
         with self._state_changed:
             while self._target is TargetState.PAUSED and not self.stopping.is_set():
                 self._state_changed.wait(1.0)
         if self.stopping.is_set():
             return False
         self.on_resume()
-        self.status.task(self.id, State.RUNNING)
+        self.report_state(State.RUNNING)
         return True
+
+    def report_state(self, state: State, error: BaseException | None = None) -> None:
+        """Record a state change in the task's metrics and the status store."""
+        self.metrics.state_changed(state)
+        self.status.task(self.id, state, error)
 
     def _interrupt(self) -> None:
         # The plugin's stop() may block; never let it block the caller.

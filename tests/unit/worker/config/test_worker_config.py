@@ -83,6 +83,9 @@ class TestBadValues:
         ("topic.tracking.enable", "yes"),
         ("plugin.discovery", "scan_everything"),
         ("connector.client.config.override.policy", "all"),  # case-sensitive, as in Kafka
+        ("rest.metrics.enabled", "maybe"),
+        ("metrics.num.samples", "0"),
+        ("metrics.sample.window.ms", "0"),
     ])
     def test_bad_value_raises_config_error_naming_key(self, key: str, value: str) -> None:
         with pytest.raises(ConfigError) as info:
