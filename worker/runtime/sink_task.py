@@ -361,6 +361,12 @@ class WorkerSinkTask(WorkerTask):
         consumer = self._consumer
         if consumer is None or not self._current:
             return {}
+        if self.cancelled:
+            # Abandoned after the graceful timeout (as Kafka, "skipping final offset commit
+            # as task has been cancelled"): the offsets may have been reset, or a new task
+            # may own the partitions, since.
+            log.info("Task %s: cancelled; its offsets are not committed", self.id)
+            return {}
         current = {tp: o for tp, o in self._current.items() if only is None or tp in only}
         if not current:
             return {}

@@ -303,6 +303,11 @@ class WorkerSourceTask(WorkerTask):
         producer = self._producer
         if producer is None or not self._submitted:
             return True
+        if self.cancelled:
+            # Abandoned after the graceful timeout (Kafka skips this commit too): the
+            # offsets may have been reset, or the task started again, since.
+            log.info("Task %s: cancelled; its offsets are not committed", self.id)
+            return False
         started = time.monotonic()
         if wait_s > 0:
             remaining = producer.flush(wait_s)

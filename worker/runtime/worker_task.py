@@ -4,7 +4,11 @@ Subclasses implement ``execute()`` (the task loop, which returns when ``stopping
 and ``close()``. A task that raises goes FAILED with its stack trace and never takes the
 worker down. ``stop()`` asks the task to stop and calls the plugin's ``stop()`` from a
 separate thread (it is meant to interrupt a blocking ``poll``/``put``); ``await_stop`` waits
-a bounded time, after which the thread is abandoned and reported.
+a bounded time, after which the thread is abandoned and reported. An abandoned task is
+cancelled, as in Kafka (``WorkerTask.cancel``): whatever it does later, it writes no more
+status and commits no offsets, so a thread that finishes closing after the task was
+started again (a stop → reset → resume while it still closed its clients) can neither
+overwrite the new task's RUNNING nor undo the reset.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class WorkerTask(ABC):
         # records into it once per batch, the scrape thread reads it.
         self.metrics = metrics or TaskMetrics(task_id.connector, task_id.task)
         self.stopping = threading.Event()
+        self.cancelled = False
         self.failed = False
         # KIP-558: topics this task already recorded as active (cleared by a topic reset,
         # so the next use records them again).
@@ -75,6 +80,7 @@ class WorkerTask(ABC):
         """Wait for the thread to end; False if it is still running (then abandoned)."""
         self._thread.join(timeout_s)
         if self._thread.is_alive():
+            self.cancelled = True
             log.error("Task %s did not stop within %.1f s; abandoning its thread", self.id,
                       timeout_s)
             return False
@@ -123,7 +129,10 @@ class WorkerTask(ABC):
         return True
 
     def report_state(self, state: State, error: BaseException | None = None) -> None:
-        """Record a state change in the task's metrics and the status store."""
+        """Record a state change in the task's metrics and the status store (not once
+        the task was cancelled: the status belongs to whatever runs the task now)."""
+        if self.cancelled:
+            return
         self.metrics.state_changed(state)
         self.status.task(self.id, state, error)
 
