@@ -47,12 +47,30 @@ STRING = "org.apache.kafka.connect.storage.StringConverter"
 
 
 def proc_figures(pid: int) -> dict[str, float]:
-    """RSS (MB), open descriptors and threads of a process, from /proc."""
+    """RSS (MB), open descriptors and threads of a process, from /proc; the RSS split into
+    the main heap (``[heap]``), other anonymous memory (thread arenas, stacks, librdkafka's
+    buffers) and file-backed mappings (code, shared libraries)."""
     status = Path(f"/proc/{pid}/status").read_text()
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     return {"rss_mb": int(fields["VmRSS"].split()[0]) / 1024,
+            **rss_split(pid),
             "fds": len(os.listdir(f"/proc/{pid}/fd")),
             "threads": int(fields["Threads"])}
+
+
+def rss_split(pid: int) -> dict[str, float]:
+    kb = {"heap_mb": 0, "anon_mb": 0, "file_mb": 0}
+    kind = "anon_mb"
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        first = line.split(maxsplit=1)[0]
+        if "-" in first and not first.endswith(":"):  # a mapping's header line
+            parts = line.split()
+            path = parts[5] if len(parts) > 5 else ""
+            kind = ("heap_mb" if path == "[heap]"
+                    else "file_mb" if path.startswith("/") else "anon_mb")
+        elif first == "Rss:":
+            kb[kind] += int(line.split()[1])
+    return {k: round(v / 1024, 1) for k, v in kb.items()}
 
 
 def all_running(client: httpx.Client, names: list[str]) -> bool:
@@ -86,16 +104,20 @@ class RestTraffic(threading.Thread):
                 i += 1
 
 
-def runbook(client: httpx.Client, name: str) -> float:
-    """stop → reset offsets → resume; the seconds it took."""
+def runbook(client: httpx.Client, name: str) -> dict[str, float]:
+    """stop → reset offsets → resume; the seconds each step took."""
     started = time.monotonic()
     assert client.put(f"/connectors/{name}/stop").status_code == 204
     wait_for_connector_state(client, name, "STOPPED", timeout=60)
+    stopped = time.monotonic()
     response = client.delete(f"/connectors/{name}/offsets")
     assert response.status_code == 200, response.text
+    reset = time.monotonic()
     assert client.put(f"/connectors/{name}/resume").status_code == 202
     wait_for_connector_state(client, name, "RUNNING", tasks_state="RUNNING", timeout=60)
-    return time.monotonic() - started
+    done = time.monotonic()
+    return {"total": round(done - started, 2), "stop": round(stopped - started, 2),
+            "reset": round(reset - stopped, 2), "resume": round(done - reset, 2)}
 
 
 def main() -> None:
@@ -108,9 +130,12 @@ def main() -> None:
     parser.add_argument("--sample", type=float, default=15.0)
     parser.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE",
                         help="environment of the worker process, e.g. MALLOC_ARENA_MAX=2")
+    parser.add_argument("--worker-prop", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra worker property, e.g. consumer.queued.max.messages.kbytes=1024")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     worker_env = dict(item.split("=", 1) for item in args.worker_env)
+    worker_props = dict(item.split("=", 1) for item in args.worker_prop)
 
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp, EmbeddedBroker() as broker:
         work = Path(tmp)
@@ -120,7 +145,7 @@ def main() -> None:
             "listeners": f"http://127.0.0.1:{port}",
             "storage.sql.url": f"sqlite:///{work / 'connect.db'}",
             "offset.flush.interval.ms": 5000, "key.converter": STRING,
-            "value.converter": STRING})
+            "value.converter": STRING, **worker_props})
         worker = WorkerProcess(props, url=f"http://127.0.0.1:{port}",
                                log_path=work / "worker.log", cwd=work, env=worker_env)
         with worker:
@@ -154,14 +179,16 @@ def main() -> None:
                 if now >= next_sample:
                     samples.append({"t_s": round(now - started, 1), **proc_figures(worker.pid)})
                     print(f"  t={samples[-1]['t_s']:6.0f} s  RSS {samples[-1]['rss_mb']:6.1f} MB"
+                          f" (heap {samples[-1]['heap_mb']:.1f}, anon {samples[-1]['anon_mb']:.1f})"
                           f"  fds {samples[-1]['fds']:5.0f}  threads "
                           f"{samples[-1]['threads']:4.0f}", flush=True)
                     next_sample += args.sample
                 if now >= next_cycle:
                     pair = cycle % args.pairs
                     runbooks.append({"t_s": round(now - started, 1),
-                                     "source_s": round(runbook(client, sources[pair]), 2),
-                                     "sink_s": round(runbook(client, sinks[pair]), 2)})
+                                     "source": runbook(client, sources[pair]),
+                                     "sink": runbook(client, sinks[pair])})
+                    print(f"  runbook {runbooks[-1]}", flush=True)
                     cycle += 1
                     next_cycle += args.cycle
                 time.sleep(min(1.0, max(0.0, min(next_sample, next_cycle) - time.monotonic())))
@@ -213,8 +240,8 @@ def main() -> None:
             "fds_warm_min": min(s["fds"] for s in warm),
             "fds_warm_max": max(s["fds"] for s in warm),
             "threads_warm_max": max(s["threads"] for s in warm),
-            "runbook_max_s": max((max(r["source_s"], r["sink_s"]) for r in runbooks),
-                                 default=0.0),
+            "runbook_max_s": max((max(r["source"]["total"], r["sink"]["total"])
+                                  for r in runbooks), default=0.0),
             "rest_5xx": sum(n for code, n in traffic.statuses.items()
                             if code >= 500 or code == 0),
         },
