@@ -1,0 +1,26 @@
+"""docs/metrics.md lists every per-task metric the collector serves, under its Prometheus
+name. Here rather than in tests/unit/worker: the lower-bound run (tests/lower_bound) tests
+the installed wheel from a copy of tests/ without the repository's docs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from worker.runtime.metrics_collector import (
+    ERROR_METRICS,
+    SINK_METRICS,
+    SOURCE_METRICS,
+    TASK_METRICS,
+    prometheus_name,
+)
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+
+
+def test_every_metric_is_listed_in_the_docs() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    specs = [*TASK_METRICS, *SOURCE_METRICS, *SINK_METRICS, *ERROR_METRICS]
+    missing = [s.name for s in specs
+               if not re.search(rf"`{re.escape(prometheus_name(s.group, s.name))}`", text)]
+    assert missing == []
