@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from worker.api.exceptions import ConnectException
 from worker.runtime.error_handling import ErrorReporter, ProcessingContext, class_name
+from worker.runtime.kafka_clients import CLIENT_LOG
 from worker.runtime.task_metrics import ErrorMetrics
 from worker.storage.base import TaskId
 from worker.util.kafka_types import ConsumedMessage
@@ -115,6 +116,7 @@ class DeadLetterQueueReporter(ErrorReporter):
         config: dict[str, Any] = dict(self._producer_config)
         config["on_delivery"] = self._on_delivery
         config["delivery.report.only.error"] = True
+        config["logger"] = CLIENT_LOG
         self._producer = self._producer_factory(config)
 
     def _ensure_topic(self, timeout_s: float) -> None:

@@ -8,6 +8,7 @@ Order of precedence (later wins): Connect's defaults, the worker's ``producer.``
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from worker.config.worker_config import WorkerConfig
@@ -25,6 +26,10 @@ _JAVA_ONLY = frozenset({
 })
 
 
+# librdkafka's delivery.timeout.ms maximum, Kafka Connect's Integer.MAX_VALUE (0 = none too).
+NO_DELIVERY_TIMEOUT_MS = 2_147_483_647
+
+
 def _clean(props: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in props.items() if k not in _JAVA_ONLY}
 
@@ -39,11 +44,49 @@ def producer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         "acks": "all",
         "enable.idempotence": "true",
         "linger.ms": "5",
+        # Kafka Connect's value: retriable errors are retried without a deadline, so a
+        # record never times out of the producer while the task runs.
+        "delivery.timeout.ms": str(NO_DELIVERY_TIMEOUT_MS),
         "client.id": client_id,
     }
     conf.update(_clean(worker.prefixed("producer.")))
     conf.update(_clean(strip_prefix(connector_config, "producer.override.")))
+    if _true(conf.get("enable.idempotence")) and "enable.gapless.guarantee" not in conf:
+        # A batch that fails for good while later ones of its partition are written would
+        # leave a gap; with this, librdkafka fails the producer instead (a fatal error that
+        # fails the task). librdkafka notes that the flag is experimental each time a
+        # producer starts: CLIENT_LOG drops that notice.
+        conf["enable.gapless.guarantee"] = "true"
     return conf
+
+
+class _GaplessNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "enable.gapless.guarantee is experimental" not in record.getMessage()
+
+
+# The logger the worker's producers hand to librdkafka (confluent-kafka's ``logger``
+# setting): their log lines join the worker's log, served by the task's poll() calls.
+CLIENT_LOG = logging.getLogger("worker.runtime.librdkafka")
+CLIENT_LOG.addFilter(_GaplessNotice())
+
+
+def acknowledges_in_order(conf: Mapping[str, str]) -> bool:
+    """True when, per partition, a delivered record implies that every record sent before
+    it to that partition was delivered too: an idempotent producer (ordered, no duplicates)
+    with the gapless guarantee and no delivery timeout (a timed-out record is the one gap
+    the guarantee does not cover). Then one delivery report per partition and batch is
+    enough to commit the batch's offsets (``worker.runtime.source_task``)."""
+    timeouts = [conf[key] for key in ("delivery.timeout.ms", "message.timeout.ms")
+                if key in conf]
+    return (_true(conf.get("enable.idempotence"))
+            and _true(conf.get("enable.gapless.guarantee"))
+            and bool(timeouts)
+            and all(t.strip() in ("0", str(NO_DELIVERY_TIMEOUT_MS)) for t in map(str, timeouts)))
+
+
+def _true(value: str | None) -> bool:
+    return str(value).strip().lower() == "true"
 
 
 def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],

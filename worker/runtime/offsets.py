@@ -2,12 +2,15 @@
 
 Offsets are committed only once Kafka acknowledged the records, the way Kafka Connect 3.x
 does it (its ``SubmittedRecords``): every ``poll()`` batch handed to the producer becomes a
-``SubmittedBatch`` that counts its unacknowledged records down from the producer's
+``SubmittedBatch`` that counts its outstanding delivery callbacks down from the producer's
 delivery reports (one callback object per batch, no per-record bookkeeping in Python beyond
-that count). Per source partition, ``SubmittedRecords`` keeps the batches' latest offsets in
-the order they were sent; an offset becomes committable once its batch and every earlier
-batch of that source partition were fully acknowledged. A commit takes what is committable
-at that moment — it never flushes the producer and never waits for acknowledgements.
+that count). A callback stands for one record, or, for keyless records sent to one
+partition by an in-order, gapless producer, for every record of the batch in that partition
+up to it (``worker.runtime.source_task``). Per source partition, ``SubmittedRecords``
+keeps the batches' latest offsets in the order they were sent; an offset becomes
+committable once its batch and every earlier batch of that source partition were fully
+acknowledged. A commit takes what is committable at that moment — it never flushes the
+producer and never waits for acknowledgements.
 
 A failed delivery stops the partition's queue for good and, for the whole task, nothing
 sent after the failed batch is committed any more.
@@ -83,8 +86,9 @@ class OffsetTracker:
 
 class SubmittedBatch:
     """The records of one ``poll()`` batch handed to the producer, counted down by its
-    delivery reports. ``acknowledge`` is the producer's delivery callback for every record
-    of the batch (librdkafka calls it from ``poll()``/``flush()`` on the task thread)."""
+    delivery reports. ``acknowledge`` is the producer's delivery callback for the records of
+    the batch that carry one; ``unacked`` counts those (librdkafka calls it from
+    ``poll()``/``flush()`` on the task thread)."""
 
     __slots__ = ("seq", "unacked", "error", "_owner")
 

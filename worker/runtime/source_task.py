@@ -1,12 +1,20 @@
 """WorkerSourceTask: poll → transforms → converters → produce; offsets after acknowledgement.
 
 Every poll() batch is sent as one ``SubmittedBatch`` (``worker.runtime.offsets``): records
-without a timestamp, partition or headers go to librdkafka in one ``produce_batch`` call per
-topic run, the others one ``produce()`` each; every record carries the batch's
-``acknowledge`` as its delivery callback, served by ``producer.poll(0)`` after each batch on
-this thread. The periodic offset commit writes what is acknowledged at that moment — no
-producer flush, no waiting; only the final commit on stop waits (``offset.flush.timeout.ms``)
-for what is still in flight.
+without a timestamp or headers go to librdkafka in one ``produce_batch`` call per run of one
+topic and partition, the others one ``produce()`` each. Delivery callbacks (the batch's
+``acknowledge``) are served by ``producer.poll(0)`` after each batch on this thread:
+
+- records with a key or a partition carry one each;
+- keyless records go to one partition per topic and batch (``StickyPartitions``, as Kafka's
+  sticky partitioner) and only the last of each run carries one, when the producer
+  acknowledges in order without gaps (``kafka_clients.acknowledges_in_order``: the
+  worker's default settings). librdkafka's delivery reports cost more task-thread time per
+  record than ``produce()`` itself, so this is the larger part of the source throughput.
+
+The periodic offset commit writes what is acknowledged at that moment — no producer flush,
+no waiting; only the final commit on stop waits (``offset.flush.timeout.ms``) for what is
+still in flight.
 """
 
 from __future__ import annotations
@@ -28,9 +36,11 @@ from worker.runtime.error_handling import (
     RetryInterrupted,
     RetryWithToleranceOperator,
 )
+from worker.runtime.kafka_clients import CLIENT_LOG, acknowledges_in_order
 from worker.runtime.offsets import StoreOffsetReader, SubmittedBatch, SubmittedRecords
 from worker.runtime.source_errors import SourceErrorHandler
 from worker.runtime.status import StatusReporter
+from worker.runtime.sticky_partitions import UNASSIGNED, StickyPartitions
 from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import OffsetBackingStore, TargetState, TaskId
@@ -67,6 +77,90 @@ def encode_headers(headers: Iterable[tuple[str, Any]]) -> list[tuple[str, bytes 
     return out
 
 
+class _Pending:
+    """What ``_send`` has not handed to librdkafka yet, so records stay in order: one run of
+    records for a ``produce_batch`` call (one topic, partition and kind), or one held
+    keyless record (``produce()`` with its timestamp and headers).
+
+    Keyless records of a topic all go to the batch's partition of that topic
+    (``StickyPartitions``) and only the last of them carries the batch's delivery callback:
+    with an in-order, gapless producer its acknowledgement covers the ones before it. So
+    a keyless record is held until the next one of its topic arrives (then it is sent
+    without a callback), and a segment of them ends with a callback whenever something else
+    is sent in between and at the end of the batch.
+    """
+
+    __slots__ = ("_task", "_batch", "_produce", "run", "topic", "partition", "acked", "held")
+
+    def __init__(self, task: WorkerSourceTask, batch: SubmittedBatch) -> None:
+        self._task = task
+        self._batch = batch
+        self._produce: Callable[..., None] = task._producer.produce  # type: ignore[union-attr]
+        self.run: list[dict[str, Any]] = []
+        self.topic = ""
+        self.partition = UNASSIGNED
+        self.acked = True  # every record of the run carries the callback
+        self.held: tuple[Any, ...] | None = None
+
+    def add(self, topic: str, partition: int, acked: bool, message: dict[str, Any]) -> None:
+        """Append a record without timestamp and headers to the run."""
+        if self.held is not None:
+            self._release(covered=not acked and self.held[0] == topic)
+        if self.run and (topic != self.topic or partition != self.partition
+                         or acked != self.acked):
+            self._flush_run(covered=False)
+        if not self.run:
+            self.topic, self.partition, self.acked = topic, partition, acked
+        self.run.append(message)
+
+    def hold(self, topic: str, partition: int, value: Any, timestamp: int,
+             headers: Any) -> None:
+        """Keep a keyless record (sent by ``produce()``) until the next one arrives."""
+        held = self.held
+        if held is not None and held[0] == topic:
+            # The common case, inline: this record stands for the one held before it.
+            try:
+                self._produce(*held)
+            except (BufferError, KafkaException):
+                self._task._produce(self._produce, *held)
+        elif self.run:
+            self._flush_run(covered=not self.acked and self.topic == topic)
+        elif held is not None:
+            self._release(covered=False)
+        # produce()'s positional arguments, the delivery callback left out.
+        self.held = (topic, value, None, partition, None, None, timestamp, headers)
+
+    def flush(self) -> None:
+        """Send everything pending, ending any keyless segment with a callback."""
+        if self.run:
+            self._flush_run(covered=False)
+        elif self.held is not None:
+            self._release(covered=False)
+
+    def _flush_run(self, covered: bool) -> None:
+        run, self.run = self.run, []
+        batch = self._batch
+        if self.acked:
+            batch.unacked += self._task._produce_batch(self.topic, run, self.partition,
+                                                       batch.acknowledge)
+            return
+        if not covered:
+            run[-1]["callback"] = batch.acknowledge
+            batch.unacked += 1
+        self._task._produce_batch(self.topic, run, self.partition, None)
+
+    def _release(self, covered: bool) -> None:
+        assert self.held is not None
+        args, self.held = self.held, None
+        if not covered:
+            args = (*args[:4], self._batch.acknowledge, *args[5:])
+            self._batch.unacked += 1
+        try:
+            self._produce(*args)
+        except (BufferError, KafkaException):
+            self._task._produce(self._produce, *args)
+
+
 class WorkerSourceTask(WorkerTask):
     def __init__(self, task_id: TaskId, task: SourceTask, task_config: dict[str, str],
                  target_state: TargetState, status: StatusReporter, *,
@@ -101,11 +195,18 @@ class WorkerSourceTask(WorkerTask):
         # Per-record acknowledgement callbacks that call the task cost more; only pay for
         # them when the task overrides commit_record.
         self._wants_commit_record = (type(task).commit_record is not SourceTask.commit_record)
+        # Set once the producer exists, when one delivery report per partition and batch
+        # can stand for the batch's keyless records (kafka_clients.acknowledges_in_order).
+        self._sticky: StickyPartitions | None = None
+        self._fatal: KafkaError | None = None
 
     def initialize(self) -> None:
         # Successful deliveries must be reported too: they are what makes offsets
         # committable (so no delivery.report.only.error).
-        self._producer = Producer(dict(self._producer_config))
+        self._producer = Producer({**self._producer_config, "error_cb": self._on_client_error,
+                                   "logger": CLIENT_LOG})
+        if not self._wants_commit_record and acknowledges_in_order(self._producer_config):
+            self._sticky = StickyPartitions(self._producer)
         reader = StoreOffsetReader(self._offset_store, self.id.connector)
         self.source_task.initialize(_Context(self.task_config, reader))
         self.source_task.start(self.task_config)
@@ -140,9 +241,21 @@ class WorkerSourceTask(WorkerTask):
             if submitted.error is not None:
                 raise ConnectException("Unrecoverable exception from producer send callback"
                                        ) from KafkaException(submitted.error)
+            if self._fatal is not None:
+                raise ConnectException("The producer failed for good"
+                                       ) from KafkaException(self._fatal)
             if time.monotonic() >= next_commit:
                 self.commit_offsets()
                 next_commit = time.monotonic() + self._flush_interval_s
+
+    def _on_client_error(self, err: KafkaError) -> None:
+        # librdkafka's client-level errors, served by poll() on this thread. A fatal one
+        # (e.g. the gapless guarantee broken) ends the producer: the task fails.
+        if err.fatal():
+            log.error("Task %s: fatal producer error: %s", self.id, err)
+            self._fatal = err
+        else:
+            log.warning("Task %s: producer error: %s", self.id, err)
 
     def _count_written(self, producer: Producer) -> None:
         # librdkafka's queue length counts what is neither acknowledged nor failed yet; a
@@ -180,14 +293,15 @@ class WorkerSourceTask(WorkerTask):
         produce: Callable[..., None] = producer.produce
         seen = self.seen_topics
         plain = not self._wants_commit_record
+        sticky = self._sticky  # set when one report per partition and batch is enough
+        sticky_partition: dict[str, int] = {}
         # Sources often give a whole batch one key object (or None): converters are pure,
         # so the previous record's serialized key is reused when the same object repeats.
         last_key: Any = _NOTHING
         last_key_topic = last_key_schema = key_bytes = None
-        # Consecutive records for one topic without timestamp, partition or headers go to
-        # librdkafka in one produce_batch call (it takes none of those three).
-        run: list[dict[str, Any]] = []
-        run_topic = ""
+        # Consecutive records for one topic (and partition) without timestamp or headers go
+        # to librdkafka in one produce_batch call; the others one produce() each.
+        out_run = _Pending(self, batch)
         skipped = 0
         for record in records:
             try:
@@ -218,31 +332,37 @@ class WorkerSourceTask(WorkerTask):
                 topic = out.topic
             if topic not in seen:
                 self.record_topic(topic)
-            if plain and out.kafka_partition is None and out.timestamp is None \
-                    and not out.headers:
-                if topic != run_topic and run:
-                    self._produce_batch(run_topic, run, batch)
-                    run = []
-                run_topic = topic
-                run.append({"value": value, "key": key})
+            partition = out.kafka_partition
+            acked = True  # this record carries a delivery callback
+            if partition is None:
+                partition = UNASSIGNED
+                if sticky is not None and key is None:
+                    # Keyless: this batch's partition of the topic; only the last such
+                    # record per topic needs a delivery report (see _Pending).
+                    partition = sticky_partition.get(topic, -2)
+                    if partition == -2:
+                        partition = sticky_partition[topic] = sticky.choose(topic)
+                    acked = partition == UNASSIGNED
+            if plain and out.timestamp is None and not out.headers:
+                out_run.add(topic, partition, acked, {"value": value, "key": key})
                 continue
-            if run:  # keep the records' order
-                self._produce_batch(run_topic, run, batch)
-                run = []
+            headers = encode_headers(out.headers) if out.headers else None
+            if not acked:
+                out_run.hold(topic, partition, value, out.timestamp or 0, headers)
+                continue
+            out_run.flush()  # keep the records' order
             # Positional (topic, value, key, partition, on_delivery, callback, timestamp,
             # headers): keyword parsing costs as much as the rest of the call. Partition -1
             # lets librdkafka's partitioner choose; timestamp 0 means "now".
-            partition = out.kafka_partition
-            args = (topic, value, key, -1 if partition is None else partition,
+            args = (topic, value, key, partition,
                     acknowledge if plain else self._record_callback(record, batch), None,
-                    out.timestamp or 0, encode_headers(out.headers) if out.headers else None)
+                    out.timestamp or 0, headers)
             try:
                 produce(*args)  # no retry wrapper on the hot path
             except (BufferError, KafkaException):
                 self._produce(produce, *args)
             batch.unacked += 1
-        if run:
-            self._produce_batch(run_topic, run, batch)
+        out_run.flush()
         # Only a fully submitted batch counts: if it failed half-way, its offsets are never
         # committed (its later records were never sent).
         self._submitted.submit(batch, records)
@@ -250,18 +370,20 @@ class WorkerSourceTask(WorkerTask):
         if skipped:
             self.metrics.record_write(0, skipped)
 
-    def _produce_batch(self, topic: str, messages: list[dict[str, Any]],
-                       batch: SubmittedBatch) -> None:
+    def _produce_batch(self, topic: str, messages: list[dict[str, Any]], partition: int,
+                       on_delivery: Callable[[Any, Any], None] | None) -> int:
+        """Queue ``messages`` in order; returns how many were queued (all of them)."""
         producer = self._producer
         assert producer is not None
+        total = len(messages)
         while True:
             try:
-                queued = producer.produce_batch(topic, messages, on_delivery=batch.acknowledge)
+                queued = producer.produce_batch(topic, messages, partition=partition,
+                                                on_delivery=on_delivery)
             except KafkaException as exc:
                 raise ConnectException(f"Failed to send records to {topic}") from exc
-            batch.unacked += queued
             if queued == len(messages):
-                return
+                return total
             # librdkafka takes a prefix and marks the rest with "_error": retry the rest
             # once the queue has room (a failure inside the prefix would reorder: refuse).
             first = next(i for i, m in enumerate(messages) if "_error" in m)
