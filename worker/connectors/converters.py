@@ -30,6 +30,7 @@ from worker.connectors.json_converter import JsonConverter
 # tuple.__new__ builds the NamedTuple in C; SchemaAndValue(...) runs a Python-level
 # __new__, which costs as much as the rest of the decode on the sink's hot path.
 _new_pair = tuple.__new__
+_NULL_STRING = SchemaAndValue(OPTIONAL_STRING_SCHEMA, None)
 
 __all__ = ["ByteArrayConverter", "JsonConverter", "StringConverter"]
 
@@ -86,7 +87,7 @@ class StringConverter(_HeaderConverterMixin, Converter):
 
     def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
         if data is None:
-            return SchemaAndValue(OPTIONAL_STRING_SCHEMA, None)
+            return _NULL_STRING
         try:
             text = (data if type(data) is bytes else bytes(data)).decode(self._encoding)
             return _new_pair(SchemaAndValue, (OPTIONAL_STRING_SCHEMA, text))

@@ -81,6 +81,27 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _dumps_str = json.encoder.encode_basestring
 
 
+_NULL = SchemaAndValue(None, None)
+_new_pair = tuple.__new__  # SchemaAndValue without its Python-level __new__
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # json.loads's C scanner
+
+
+def _parse(data: Any) -> Any:
+    """``json.loads(data)``; the common case (UTF-8 bytes, no whitespace around the value)
+    runs in C only. ``json.loads`` on bytes first detects the encoding and skips
+    whitespace with regular expressions in Python, per message; anything else (another
+    encoding, a BOM, surrounding whitespace, an error) still goes through it."""
+    if type(data) is bytes:
+        try:
+            text = data.decode("utf-8")
+            node, end = _scan_once(text, 0)
+            if end == len(text):
+                return node
+        except (UnicodeDecodeError, StopIteration, ValueError):
+            pass
+    return json.loads(data)
+
+
 class JsonConverter(Converter):
     """JSON with Kafka's optional ``{"schema": ..., "payload": ...}`` envelope.
 
@@ -272,19 +293,19 @@ class JsonConverter(Converter):
 
     def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
         if data is None:  # a tombstone
-            return SchemaAndValue(None, None)
+            return _NULL
         # Kafka parses floats as BigDecimal so NUMERIC decimals keep every digit. Parsing all
         # floats as Decimal is slow, so only messages that mention the Decimal type do.
         exact = self._schemas_enabled and isinstance(data, bytes | bytearray) \
             and _DECIMAL_MARK in data
         try:
-            node = json.loads(data, parse_float=decimal.Decimal) if exact else json.loads(data)
+            node = json.loads(data, parse_float=decimal.Decimal) if exact else _parse(data)
         except (ValueError, TypeError) as exc:
             raise DataException("Converting byte[] to Kafka Connect data failed due to "
                                 f"serialization error of topic {topic}: {exc}") from exc
         if not self._schemas_enabled:
             # Schemaless: json.loads already yields Connect's schemaless values.
-            return SchemaAndValue(None, node)
+            return _new_pair(SchemaAndValue, (None, node))
         if not isinstance(node, dict) or len(node) != 2 or "schema" not in node \
                 or "payload" not in node:
             raise DataException(ENVELOPE_ERROR)
