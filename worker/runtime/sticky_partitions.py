@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ LOOKUP_TIMEOUT_S = 5.0
 
 
 class StickyPartitions:
-    def __init__(self, producer: Any, *, clock: Any = time.monotonic) -> None:
+    def __init__(self, producer: Any, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._producer = producer
         self._clock = clock
         # topic -> (partitions with a leader, next index, lookup again at)
