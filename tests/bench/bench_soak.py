@@ -47,9 +47,8 @@ STRING = "org.apache.kafka.connect.storage.StringConverter"
 
 
 def proc_figures(pid: int) -> dict[str, float]:
-    """RSS (MB), open descriptors and threads of a process, from /proc; the RSS split into
-    the main heap (``[heap]``), other anonymous memory (thread arenas, stacks, librdkafka's
-    buffers) and file-backed mappings (code, shared libraries)."""
+    """RSS (MB), open descriptors and threads of a process, from /proc; the RSS split by
+    mapping (``rss_split``)."""
     status = Path(f"/proc/{pid}/status").read_text()
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     return {"rss_mb": int(fields["VmRSS"].split()[0]) / 1024,
@@ -58,19 +57,42 @@ def proc_figures(pid: int) -> dict[str, float]:
             "threads": int(fields["Threads"])}
 
 
+ARENA_ALIGN = 64 << 20  # glibc's per-thread malloc arenas: 64 MiB-aligned heaps
+STACK_KB = 8192  # a thread's stack (the default 8 MiB)
+
+
 def rss_split(pid: int) -> dict[str, float]:
-    kb = {"heap_mb": 0, "anon_mb": 0, "file_mb": 0}
+    """RSS by mapping kind: the main malloc heap (``[heap]``), glibc's thread arenas, thread
+    stacks, other anonymous memory (mostly Python's object allocator) and file-backed
+    mappings (code, shared libraries)."""
+    kb = {"heap_mb": 0, "arenas_mb": 0, "stacks_mb": 0, "anon_mb": 0, "file_mb": 0}
     kind = "anon_mb"
     for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
         first = line.split(maxsplit=1)[0]
         if "-" in first and not first.endswith(":"):  # a mapping's header line
             parts = line.split()
             path = parts[5] if len(parts) > 5 else ""
+            low, high = (int(x, 16) for x in first.split("-"))
             kind = ("heap_mb" if path == "[heap]"
-                    else "file_mb" if path.startswith("/") else "anon_mb")
+                    else "file_mb" if path.startswith("/")
+                    else "anon_mb" if path
+                    else "arenas_mb" if low % ARENA_ALIGN == 0
+                    else "stacks_mb" if (high - low) // 1024 == STACK_KB
+                    else "anon_mb")
         elif first == "Rss:":
             kb[kind] += int(line.split()[1])
     return {k: round(v / 1024, 1) for k, v in kb.items()}
+
+
+def slope(samples: list[dict[str, float]], key: str) -> float:
+    """Least-squares slope of ``key`` over the samples' ``t_s``, per minute."""
+    if len(samples) < 2:
+        return 0.0
+    ts = [s["t_s"] / 60 for s in samples]
+    ys = [s[key] for s in samples]
+    mean_t, mean_y = sum(ts) / len(ts), sum(ys) / len(ys)
+    var = sum((t - mean_t) ** 2 for t in ts)
+    return round(sum((t - mean_t) * (y - mean_y) for t, y in zip(ts, ys, strict=True)) / var, 2)
 
 
 def all_running(client: httpx.Client, names: list[str]) -> bool:
@@ -179,7 +201,9 @@ def main() -> None:
                 if now >= next_sample:
                     samples.append({"t_s": round(now - started, 1), **proc_figures(worker.pid)})
                     print(f"  t={samples[-1]['t_s']:6.0f} s  RSS {samples[-1]['rss_mb']:6.1f} MB"
-                          f" (heap {samples[-1]['heap_mb']:.1f}, anon {samples[-1]['anon_mb']:.1f})"
+                          f" (heap {samples[-1]['heap_mb']:.1f}, arenas "
+                          f"{samples[-1]['arenas_mb']:.1f}, stacks {samples[-1]['stacks_mb']:.1f},"
+                          f" other anon {samples[-1]['anon_mb']:.1f})"
                           f"  fds {samples[-1]['fds']:5.0f}  threads "
                           f"{samples[-1]['threads']:4.0f}", flush=True)
                     next_sample += args.sample
@@ -240,6 +264,9 @@ def main() -> None:
             "fds_warm_min": min(s["fds"] for s in warm),
             "fds_warm_max": max(s["fds"] for s in warm),
             "threads_warm_max": max(s["threads"] for s in warm),
+            # Least-squares slope after warm-up, MB per minute, per RSS part.
+            "growth_mb_per_min": {key: slope(warm, key) for key in (
+                "rss_mb", "heap_mb", "arenas_mb", "stacks_mb", "anon_mb", "file_mb")},
             "runbook_max_s": max((max(r["source"]["total"], r["sink"]["total"])
                                   for r in runbooks), default=0.0),
             "rest_5xx": sum(n for code, n in traffic.statuses.items()
