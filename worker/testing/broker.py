@@ -154,6 +154,25 @@ def _stop_live_brokers() -> None:
         broker.stop()
 
 
+def _wait_all_threads(pid: int, *, stopped: bool, timeout: float = 5.0) -> None:
+    """Wait (bounded) until every thread of ``pid`` is (or no longer is) in the stopped
+    state ``T`` of /proc; returns at once where there is no /proc."""
+    tasks = Path(f"/proc/{pid}/task")
+    deadline = time.monotonic() + timeout
+    while tasks.is_dir() and time.monotonic() < deadline:
+        try:
+            states = {(task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                      for task in tasks.iterdir()}
+        except (OSError, IndexError):
+            return  # the process is gone: nothing left to wait for
+        if (states == {"T"}) == stopped:
+            return
+        time.sleep(0.01)
+    if tasks.is_dir():
+        log.warning("broker %d: threads not %s after %.0f s", pid,
+                    "stopped" if stopped else "running", timeout)
+
+
 class EmbeddedBroker:
     """A Tansu broker subprocess on a loopback port, with memory storage.
 
@@ -304,12 +323,16 @@ class EmbeddedBroker:
         proc = self._require_running()
         proc.send_signal(signal.SIGSTOP)
         self._paused = True
+        # The signal stops the process's threads asynchronously: on a busy machine the
+        # broker could still answer a request sent right after send_signal() returned.
+        _wait_all_threads(proc.pid, stopped=True)
 
     def resume(self) -> None:
         """Unfreeze a broker paused with :meth:`pause` (SIGCONT)."""
         proc = self._require_running()
         proc.send_signal(signal.SIGCONT)
         self._paused = False
+        _wait_all_threads(proc.pid, stopped=False)
 
     def log_tail(self, lines: int = 40) -> str:
         """Last ``lines`` lines of the broker's log (empty if there is none)."""
