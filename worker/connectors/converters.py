@@ -25,11 +25,8 @@ from worker.api import (
     Width,
 )
 from worker.api.data import OPTIONAL_BYTES_SCHEMA, OPTIONAL_STRING_SCHEMA
-from worker.connectors.json_converter import JsonConverter
+from worker.connectors.json_converter import JsonConverter, _new_pair
 
-# tuple.__new__ builds the NamedTuple in C; SchemaAndValue(...) runs a Python-level
-# __new__, which costs as much as the rest of the decode on the sink's hot path.
-_new_pair = tuple.__new__
 _NULL_STRING = SchemaAndValue(OPTIONAL_STRING_SCHEMA, None)
 
 __all__ = ["ByteArrayConverter", "JsonConverter", "StringConverter"]

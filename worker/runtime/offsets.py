@@ -98,10 +98,6 @@ class SubmittedBatch:
         self.error: Any = None  # the first KafkaError of a failed delivery
         self._owner = owner
 
-    def sent(self, count: int = 1) -> None:
-        """``count`` more records of this batch were queued in the producer."""
-        self.unacked += count
-
     def acknowledge(self, err: Any, _msg: Any) -> None:
         if err is None:
             self.unacked -= 1
