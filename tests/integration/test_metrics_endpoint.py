@@ -4,8 +4,10 @@ client's own parser.
 One worker serves the module: ``SequenceGenerator`` → a topic → ``FileStreamSink`` with
 ``errors.tolerance=all``; one record in the topic is not JSON, so the sink's converter
 fails on it and the task-error metrics count it. Two scrapes, some seconds apart, must show
-Kafka Connect's named metrics moving, with the ``connector`` and ``task`` labels. A second
-worker with ``rest.metrics.enabled=false`` answers 404.
+Kafka Connect's named metrics moving, with the ``connector`` and ``task`` labels, and the
+task clients' own metrics (librdkafka's statistics, every second here: the worker's
+``metrics.sample.window.ms`` is 1 s, with 30 samples so that the windowed metrics still span
+30 s). A second worker with ``rest.metrics.enabled=false`` answers 404.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from tests.support import (
 pytestmark = pytest.mark.integration
 
 SOURCE, SINK = unique_name("metrics-src"), unique_name("metrics-sink")
+TOPIC = unique_name("metrics")
+# The task clients' statistics.interval.ms defaults to metrics.sample.window.ms.
+WORKER_OVERRIDES = {"metrics.sample.window.ms": 1000, "metrics.num.samples": 30}
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
 
@@ -55,7 +60,7 @@ def task_value(samples: Samples, name: str, connector: str, task: int = 0) -> fl
 def pipeline(worker: WorkerProcess, kafka_admin: Any, kafka_bootstrap: str,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     client = worker.client
-    topic = create_topic(kafka_admin, unique_name("metrics"))
+    topic = create_topic(kafka_admin, TOPIC)
     sink_file = tmp_path_factory.mktemp("metrics") / "sink.txt"
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     producer.produce(topic, b"{not json")  # the sink's JsonConverter fails on it
@@ -100,6 +105,11 @@ def test_sink_worker_and_error_metrics_move_as_the_pipeline_runs(
     assert task_value(second, "sink_task_metrics_put_batch_avg_time_ms", SINK) >= 0
     assert task_value(second, "connector_task_metrics_offset_commit_success_percentage",
                       SINK) == 1.0
+    # Every commit attempt takes a sequence number; synchronous commits are never skipped.
+    assert task_value(second, "sink_task_metrics_offset_commit_seq_no", SINK) >= \
+        task_value(second, "sink_task_metrics_offset_commit_completion_total", SINK) >= 1
+    assert task_value(second, "sink_task_metrics_offset_commit_skip_total", SINK) == 0
+    assert task_value(second, "sink_task_metrics_offset_commit_skip_rate", SINK) == 0
     assert task_value(second, "connector_task_metrics_batch_size_max", SINK) >= 1
     assert 0 < task_value(second, "connector_task_metrics_running_ratio", SINK) <= 1
     # The record that is not JSON: failed for good, skipped (errors.tolerance=all), logged.
@@ -142,6 +152,58 @@ def test_source_metrics_move_as_the_pipeline_runs(pipeline: httpx.Client) -> Non
                       SOURCE) == 1.0
     assert task_value(second, "source_task_metrics_source_record_write_total", SOURCE) <= \
         task_value(second, "source_task_metrics_source_record_poll_total", SOURCE)
+
+
+def client_value(samples: Samples, name: str, client_id: str, connector: str,
+                 **more: str) -> float:
+    labels = {"client_id": client_id, "connector": connector, "task": "0", **more}
+    return samples[name][tuple(sorted(labels.items()))]
+
+
+CONSUMER = "kafka_consumer_consumer_fetch_manager_metrics_"
+PRODUCER = "kafka_producer_producer_metrics_"
+
+
+def test_task_clients_metrics_from_librdkafka_statistics(pipeline: httpx.Client) -> None:
+    consumer, producer = f"connector-consumer-{SINK}-0", f"connector-producer-{SOURCE}-0"
+
+    def totals(samples: Samples) -> tuple[float, float]:
+        return (client_value(samples, CONSUMER + "records_consumed_total", consumer, SINK),
+                client_value(samples, PRODUCER + "record_send_total", producer, SOURCE))
+
+    # The clients' first statistics come one interval (1 s) after they start.
+    def both_reported() -> Samples | None:
+        samples = scrape(pipeline)
+        return samples if all(totals(samples)) else None
+
+    consumed, sent = totals(wait_until(both_reported, timeout=15, ignore=(KeyError,),
+                                       message="both clients' statistics"))
+
+    def both_moved() -> Samples | None:
+        samples = scrape(pipeline)
+        now_consumed, now_sent = totals(samples)
+        return samples if now_consumed > consumed and now_sent > sent else None
+
+    second = wait_until(both_moved, timeout=15, message="the client totals moving")
+    # Consumer lag: per partition of the sink's topic, and the largest of them.
+    lags = {labels: value for labels, value in second[CONSUMER + "records_lag"].items()
+            if ("connector", SINK) in labels}
+    assert list(lags) == [tuple(sorted({"client_id": consumer, "connector": SINK,
+                                        "task": "0", "topic": TOPIC,
+                                        "partition": "0"}.items()))]
+    lag = next(iter(lags.values()))
+    assert lag >= 0
+    assert client_value(second, CONSUMER + "records_lag_max", consumer, SINK) == lag
+    assert client_value(second, CONSUMER + "bytes_consumed_total", consumer, SINK) > 0
+    assert client_value(second, PRODUCER + "outgoing_byte_total", producer, SOURCE) > 0
+    latency = client_value(second, PRODUCER + "request_latency_avg", producer, SOURCE)
+    assert latency != latency or latency > 0  # NaN: no request answered in the interval
+    # Each task reports its own client only: no producer series for the sink, and the
+    # other way round.
+    assert not any(("connector", SINK) in labels
+                   for labels in second[PRODUCER + "record_send_total"])
+    assert not any(("connector", SOURCE) in labels
+                   for labels in second[CONSUMER + "records_consumed_total"])
 
 
 def test_switched_off_is_404(tmp_path: Path, kafka_bootstrap: str) -> None:

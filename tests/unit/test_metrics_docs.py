@@ -7,6 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from worker.runtime.client_metrics import (
+    CONSUMER_METRICS,
+    CONSUMER_PREFIX,
+    PRODUCER_METRICS,
+    PRODUCER_PREFIX,
+)
 from worker.runtime.metrics_collector import (
     ERROR_METRICS,
     SINK_METRICS,
@@ -23,4 +29,13 @@ def test_every_metric_is_listed_in_the_docs() -> None:
     specs = [*TASK_METRICS, *SOURCE_METRICS, *SINK_METRICS, *ERROR_METRICS]
     missing = [s.name for s in specs
                if not re.search(rf"`{re.escape(prometheus_name(s.group, s.name))}`", text)]
+    assert missing == []
+
+
+def test_every_client_metric_is_listed_in_the_docs() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    names = [f"{CONSUMER_PREFIX}_records_lag",
+             *(f"{CONSUMER_PREFIX}_{name}" for name, _, _ in CONSUMER_METRICS),
+             *(f"{PRODUCER_PREFIX}_{name}" for name, _, _ in PRODUCER_METRICS)]
+    missing = [n.replace("-", "_") for n in names if f"`{n.replace('-', '_')}`" not in text]
     assert missing == []

@@ -34,8 +34,26 @@ def _clean(props: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in props.items() if k not in _JAVA_ONLY}
 
 
+# librdkafka's range of statistics.interval.ms is 0 (off) .. 24 h; the worker's default for
+# task clients stays at least 1 s (each document costs the task thread a JSON parse).
+_MIN_STATS_INTERVAL_MS, _MAX_STATS_INTERVAL_MS = 1000, 86_400_000
+
+
+def statistics_interval_ms(worker: WorkerConfig) -> int:
+    """The task clients' default ``statistics.interval.ms``: the worker's
+    ``metrics.sample.window.ms`` (the window of Kafka's own metrics), within 1 s .. 24 h.
+    librdkafka then hands its statistics to the task's ``stats_cb``
+    (``worker.runtime.client_metrics``); a ``producer.``/``consumer.`` key or a connector
+    override of ``statistics.interval.ms`` wins, ``0`` turns them off."""
+    window_ms = int(worker.get("metrics.sample.window.ms"))
+    return min(max(window_ms, _MIN_STATS_INTERVAL_MS), _MAX_STATS_INTERVAL_MS)
+
+
 def producer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
-                    client_id: str) -> dict[str, str]:
+                    client_id: str, *, statistics: bool = False) -> dict[str, str]:
+    """``statistics``: a source task's producer, whose statistics feed /metrics (not the
+    dead letter queue's, which has no ``stats_cb``: librdkafka would build them for
+    nothing)."""
     conf: dict[str, str] = {
         "bootstrap.servers": worker.bootstrap_servers,
         # Connect's producer: every record acknowledged by all in-sync replicas; the
@@ -49,6 +67,8 @@ def producer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         "delivery.timeout.ms": str(NO_DELIVERY_TIMEOUT_MS),
         "client.id": client_id,
     }
+    if statistics:
+        conf["statistics.interval.ms"] = str(statistics_interval_ms(worker))
     conf.update(_clean(worker.prefixed("producer.")))
     conf.update(_clean(strip_prefix(connector_config, "producer.override.")))
     if _true(conf.get("enable.idempotence")) and "enable.gapless.guarantee" not in conf:
@@ -90,7 +110,9 @@ def _true(value: str | None) -> bool:
 
 
 def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
-                    connector: str, client_id: str) -> dict[str, str]:
+                    connector: str, client_id: str, *, statistics: bool = False
+                    ) -> dict[str, str]:
+    """``statistics``: a sink task's consumer, whose statistics feed /metrics."""
     conf: dict[str, str] = {
         "bootstrap.servers": worker.bootstrap_servers,
         "group.id": sink_group_id(connector, connector_config),
@@ -101,6 +123,8 @@ def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         "topic.metadata.refresh.interval.ms": "10000",
         "client.id": client_id,
     }
+    if statistics:
+        conf["statistics.interval.ms"] = str(statistics_interval_ms(worker))
     conf.update(_clean(worker.prefixed("consumer.")))
     conf.update(_clean(strip_prefix(connector_config, "consumer.override.")))
     conf["enable.auto.commit"] = "false"  # the runtime commits after flush, never librdkafka

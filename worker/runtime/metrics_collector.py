@@ -12,7 +12,8 @@ ratios, counts). A string-valued metric (``status``, ``connector-class``, ``lead
 
 ``ConnectMetricsCollector`` reads the Worker's running connectors and tasks and their
 accumulators (``worker.runtime.task_metrics``, ``worker.runtime.worker_metrics``); it
-changes nothing and takes no task's lock.
+changes nothing and takes no task's lock. The task clients' own metrics (consumer lag,
+producer sends) follow the Java clients' names instead: ``worker.runtime.client_metrics``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from worker.api.connector import SinkConnector, SourceConnector
+from worker.runtime.client_metrics import client_families
 from worker.runtime.error_handling import class_name
 from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_metrics import RebalanceMetrics, WorkerMetrics
@@ -145,6 +147,16 @@ SINK_METRICS: tuple[TaskMetric, ...] = (
     TaskMetric(SINK, "offset-commit-completion-rate", "The average per-second number of "
                "offset commits that completed successfully.",
                lambda m, now: m.commit_completions.rate(now)),
+    TaskMetric(SINK, "offset-commit-seq-no", "The current sequence number for offset "
+               "commits.", lambda m, now: m.commit_seq_no),
+    # Kafka counts a commit completion that arrives for an outdated sequence number; our
+    # commits are synchronous, so there is none: 0, kept so that dashboards find the series.
+    TaskMetric(SINK, "offset-commit-skip-total", "The number of offset commit completions "
+               "that were received too late and skipped (always 0: commits are "
+               "synchronous).", lambda m, now: m.commit_skip_total),
+    TaskMetric(SINK, "offset-commit-skip-rate", "The average per-second number of offset "
+               "commit completions that were received too late and skipped (always 0: "
+               "commits are synchronous).", lambda m, now: 0.0),
     TaskMetric(SINK, "sink-record-active-count", "The number of records read from Kafka "
                "but not yet committed by this task.", lambda m, now: m.sink_active),
     TaskMetric(SINK, "sink-record-active-count-max", "The maximum number of records read "
@@ -222,6 +234,7 @@ class ConnectMetricsCollector(Collector):
         yield from self._worker_metrics(worker.metrics, len(worker.connectors), metrics)
         yield from self._connector_metrics(worker)
         yield from self._task_metrics(metrics, now)
+        yield from client_families(metrics)
         if self._rebalance is not None:
             yield from rebalance_families(self._rebalance, now)
 

@@ -23,6 +23,7 @@ from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SinkRecord
 from worker.api.task import ErrantRecordReporter, SinkTask, SinkTaskContext
 from worker.runtime.chain import TransformationChain
+from worker.runtime.client_metrics import StatsListener
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
 from worker.runtime.error_handling import (
     TOLERANCE_EXCEEDED,
@@ -119,7 +120,10 @@ class WorkerSinkTask(WorkerTask):
 
     def initialize(self) -> None:
         self._errors.start()
-        self._consumer = Consumer(self._consumer_config)
+        # stats_cb: librdkafka's statistics → the client metrics of /metrics (served by
+        # consume() on this thread, once per statistics.interval.ms).
+        self._consumer = Consumer({**self._consumer_config,
+                                   "stats_cb": StatsListener(self.metrics)})
         self.sink_task.initialize(self._context)
         self.sink_task.start(self.task_config)
         self._consumer.subscribe(self._subscription, on_assign=self._on_assign,
@@ -370,6 +374,7 @@ class WorkerSinkTask(WorkerTask):
         current = {tp: o for tp, o in self._current.items() if only is None or tp in only}
         if not current:
             return {}
+        self.metrics.record_commit_attempt()  # offset-commit-seq-no, as Kafka's commitSeqno
         started = time.monotonic()  # as Kafka, the commit's time includes pre_commit
         try:
             committable = self.sink_task.pre_commit(dict(current))

@@ -31,6 +31,7 @@ from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SourceRecord
 from worker.api.task import RecordMetadata, SourceTask, SourceTaskContext
 from worker.runtime.chain import TransformationChain
+from worker.runtime.client_metrics import StatsListener
 from worker.runtime.error_handling import (
     ErrorHandlingConfig,
     RetryInterrupted,
@@ -202,9 +203,11 @@ class WorkerSourceTask(WorkerTask):
 
     def initialize(self) -> None:
         # Successful deliveries must be reported too: they are what makes offsets
-        # committable (so no delivery.report.only.error).
+        # committable (so no delivery.report.only.error). stats_cb: librdkafka's statistics
+        # → the client metrics of /metrics, served by poll() on this thread.
         self._producer = Producer({**self._producer_config, "error_cb": self._on_client_error,
-                                   "logger": CLIENT_LOG})
+                                   "logger": CLIENT_LOG,
+                                   "stats_cb": StatsListener(self.metrics)})
         if not self._wants_commit_record and acknowledges_in_order(self._producer_config):
             self._sticky = StickyPartitions(self._producer)
         reader = StoreOffsetReader(self._offset_store, self.id.connector)

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from worker.runtime.sampled_stat import MetricWindow, SampledStat
 from worker.storage.base import State
+
+if TYPE_CHECKING:
+    from worker.runtime.client_metrics import ClientStats
 
 #: A task's ``status`` before its first state change (Kafka reports the status-store
 #: state, which is UNASSIGNED for a task that has not started).
@@ -90,10 +94,20 @@ class TaskMetrics:
         self.partition_count = 0
         self.commit_completion_total = 0
         self.commit_completions = stat()
+        # offset-commit-seq-no: Kafka's commitSeqno, one per commit attempt.
+        self.commit_seq_no = 0
+        # offset-commit-skip-total: Kafka counts a commit completion that arrives for an
+        # older sequence number; our sink commits are synchronous (each completes before
+        # the next starts), so it stays 0 and is kept for the series only.
+        self.commit_skip_total = 0
         self.sink_active = 0
         self.sink_active_stat = stat()
         # task-error-metrics
         self.errors = ErrorMetrics()
+        # The task client's latest librdkafka statistics (worker.runtime.client_metrics):
+        # replaced whole by the client's stats callback on the task thread, once per
+        # statistics.interval.ms; None until the client's first statistics.
+        self.client_stats: ClientStats | None = None
 
     # --- status (connector-task-metrics) --------------------------------------------------
 
@@ -163,6 +177,10 @@ class TaskMetrics:
         """Records put but not yet committed, over the task's partitions."""
         self.sink_active = count
         self.sink_active_stat.record(count)
+
+    def record_commit_attempt(self) -> None:
+        """A sink offset commit starts (Kafka increments its commitSeqno)."""
+        self.commit_seq_no += 1
 
     def record_commit(self, elapsed_s: float, ok: bool) -> None:
         """An offset commit ended after ``elapsed_s``, successfully or not."""

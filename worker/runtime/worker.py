@@ -212,7 +212,7 @@ class Worker:
             return WorkerSourceTask(
                 task_id, task, task_config, target, self.status,
                 producer_config=kafka_clients.producer_config(self.config, connector_config,
-                                                              client_id),
+                                                              client_id, statistics=True),
                 key_converter=key_converter, value_converter=value_converter, chain=chain,
                 offset_store=self.offset_store, offset_flush_interval_ms=flush_ms,
                 offset_flush_timeout_ms=self.config.get("offset.flush.timeout.ms"),
@@ -222,7 +222,8 @@ class Worker:
             return WorkerSinkTask(
                 task_id, task, task_config, target, self.status,
                 consumer_config=kafka_clients.consumer_config(
-                    self.config, connector_config, task_id.connector, client_id),
+                    self.config, connector_config, task_id.connector, client_id,
+                    statistics=True),
                 topics=topics, topics_regex=task_config.get("topics.regex", "").strip(),
                 key_converter=key_converter, value_converter=value_converter, chain=chain,
                 offset_flush_interval_ms=flush_ms, error_config=errors,

@@ -93,6 +93,23 @@ def test_task_metrics_carry_connector_and_task_labels(worker: Any) -> None:
                       (("connector", "out"), ("status", "paused"), ("task", "1")): 1.0}
 
 
+def test_sink_commit_sequence_number_and_skips(worker: Any) -> None:
+    sink = worker.tasks[TaskId("out", 1)].metrics
+    sink.record_commit_attempt()
+    sink.record_commit_attempt()
+    families = scrape(worker)
+    out = (("connector", "out"), ("task", "1"))
+    assert samples(families, "kafka_connect_sink_task_metrics_offset_commit_seq_no") == {
+        out: 2.0}
+    assert families["kafka_connect_sink_task_metrics_offset_commit_seq_no"].type == "gauge"
+    # Sink commits are synchronous: no completion ever arrives late, so both stay 0.
+    assert samples(families, "kafka_connect_sink_task_metrics_offset_commit_skip_total") == {
+        out: 0.0}
+    assert families["kafka_connect_sink_task_metrics_offset_commit_skip"].type == "counter"
+    assert samples(families, "kafka_connect_sink_task_metrics_offset_commit_skip_rate") == {
+        out: 0.0}
+
+
 def test_worker_and_connector_metrics(worker: Any) -> None:
     families = scrape(worker)
     assert samples(families, "kafka_connect_connect_worker_metrics_task_count") == {(): 2.0}

@@ -86,6 +86,19 @@ def test_sink_read_put_commit() -> None:
     assert m.sink_active == 8
 
 
+def test_sink_commit_sequence_number_counts_attempts_and_nothing_is_skipped() -> None:
+    m = metrics(Clock(), "sink")
+    assert (m.commit_seq_no, m.commit_skip_total) == (0, 0)
+    m.record_commit_attempt()
+    m.record_commit(0.005, ok=True)
+    m.record_commit_attempt()
+    m.record_commit(0.005, ok=False)
+    m.record_commit_attempt()  # e.g. nothing committable after pre_commit: no completion
+    assert m.commit_seq_no == 3  # Kafka's commitSeqno: every attempt
+    assert m.commit_completion_total == 1
+    assert m.commit_skip_total == 0  # synchronous commits: never a late completion
+
+
 def test_commit_fraction_without_attempts_is_zero() -> None:
     assert metrics(Clock()).commit_success_fraction() == 0.0
 

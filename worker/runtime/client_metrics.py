@@ -1,0 +1,236 @@
+"""Client metrics of a task's Kafka client (a sink task's consumer, a source task's
+producer), read from librdkafka's statistics; names and meanings in docs/metrics.md,
+"Client metrics".
+
+librdkafka builds a JSON document every ``statistics.interval.ms`` (``kafka_clients`` sets
+it for task clients) and hands it to the client's ``stats_cb`` from the call that serves the
+client — ``consume()`` or ``poll()``, on the task's thread. ``StatsListener`` parses it
+there, once per interval and never per record, into a small immutable snapshot
+(``ConsumerStats``, ``ProducerStats``) that replaces ``TaskMetrics.client_stats`` in one
+attribute assignment, without a lock. At scrape time ``client_families`` turns the current
+snapshots into Prometheus families named as the usual JMX-exporter rules name the Java
+clients' MBeans: ``kafka_consumer_consumer_fetch_manager_metrics_<name>`` and
+``kafka_producer_producer_metrics_<name>``, ``-`` → ``_``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+if TYPE_CHECKING:
+    from worker.runtime.task_metrics import TaskMetrics
+
+log = logging.getLogger(__name__)
+
+CONSUMER_PREFIX = "kafka_consumer_consumer_fetch_manager_metrics"
+PRODUCER_PREFIX = "kafka_producer_producer_metrics"
+LABELS = ("client_id", "connector", "task")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerStats:
+    """What one statistics document of a consumer says (None: not in the document)."""
+
+    client_id: str
+    records_consumed: int | None  # top-level rxmsgs
+    bytes_consumed: int | None  # top-level rxmsg_bytes
+    lags: tuple[tuple[str, int, int], ...]  # (topic, partition, lag), assigned and known
+
+    @property
+    def lag_max(self) -> int | None:
+        return max((lag for _, _, lag in self.lags), default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerStats:
+    """What one statistics document of a producer says (None: not in the document)."""
+
+    client_id: str
+    records_sent: int | None  # top-level txmsgs
+    bytes_sent: int | None  # top-level tx_bytes
+    request_latency_avg_ms: float  # brokers' rtt over the last interval; NaN: no request
+
+
+ClientStats = ConsumerStats | ProducerStats
+
+
+def _int(doc: dict[str, Any], key: str) -> int | None:
+    value = doc.get(key)
+    # bool is an int too: never a counter's value.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    """The object values of ``value`` if it is a JSON object, else nothing."""
+    if isinstance(value, dict):
+        yield from (v for v in value.values() if isinstance(v, dict))
+
+
+def _partition_lag(partition: dict[str, Any]) -> int | None:
+    """The partition's lag behind its end (high watermark, or the last stable offset under
+    read_committed), measured as the Java consumer's ``records-lag``: from the position,
+    i.e. what was handed to the task (``consumer_lag_stored``: the stored offset is the
+    position, librdkafka storing each message's offset as ``consume()`` returns it). Before
+    the first message of the partition it is unknown (-1) and the position is the committed
+    offset, so ``consumer_lag`` (measured from it) stands in. -1 (unknown) is no lag."""
+    for key in ("consumer_lag_stored", "consumer_lag"):
+        lag = _int(partition, key)
+        if lag is not None and lag >= 0:
+            return lag
+    return None
+
+
+def _lags(doc: dict[str, Any]) -> tuple[tuple[str, int, int], ...]:
+    lags = []
+    for topic in _dicts(doc.get("topics")):
+        name = topic.get("topic")
+        for partition in _dicts(topic.get("partitions")):
+            number = _int(partition, "partition")
+            # Partition -1 is librdkafka's internal "unassigned" queue; a partition no
+            # longer assigned (desired false) keeps its last, stale offsets.
+            if not isinstance(name, str) or number is None or number < 0 \
+                    or partition.get("desired") is False:
+                continue
+            lag = _partition_lag(partition)
+            if lag is not None:
+                lags.append((name, number, lag))
+    return tuple(sorted(lags))
+
+
+def _request_latency_avg_ms(doc: dict[str, Any]) -> float:
+    """The brokers' round-trip-time averages (µs, over the last statistics interval),
+    weighted by their request counts, in ms; NaN when no request was answered (Kafka's
+    ``Avg`` of an empty window is NaN too)."""
+    total = count = 0.0
+    for broker in _dicts(doc.get("brokers")):
+        rtt = broker.get("rtt")
+        if not isinstance(rtt, dict):
+            continue
+        avg, cnt = rtt.get("avg"), _int(rtt, "cnt")
+        if isinstance(avg, int | float) and cnt:
+            total += avg * cnt
+            count += cnt
+    return total / count / 1000 if count else math.nan
+
+
+def parse_stats(text: str | bytes) -> ClientStats | None:
+    """The snapshot of one librdkafka statistics document; None for another client type.
+
+    Missing or mistyped fields are left out (None, or no lag); a document that is not a
+    JSON object raises ``ValueError``.
+    """
+    doc = json.loads(text)
+    if not isinstance(doc, dict):
+        raise ValueError("the statistics are not a JSON object")
+    client_id = str(doc.get("client_id", ""))
+    kind = doc.get("type")
+    if kind == "consumer":
+        return ConsumerStats(client_id, _int(doc, "rxmsgs"), _int(doc, "rxmsg_bytes"),
+                             _lags(doc))
+    if kind == "producer":
+        return ProducerStats(client_id, _int(doc, "txmsgs"), _int(doc, "tx_bytes"),
+                             _request_latency_avg_ms(doc))
+    return None
+
+
+class StatsListener:
+    """A task client's ``stats_cb``: keeps the latest snapshot on the task's metrics."""
+
+    __slots__ = ("_metrics", "_warned")
+
+    def __init__(self, metrics: TaskMetrics) -> None:
+        self._metrics = metrics
+        self._warned = False
+
+    def __call__(self, stats_json: str) -> None:
+        # Called inside the client's consume()/poll() on the task thread: an exception
+        # leaving this callback is raised again by that call and would fail the task, so
+        # none may. A document that cannot be read keeps the previous snapshot.
+        try:
+            snapshot = parse_stats(stats_json)
+        except Exception as exc:
+            if not self._warned:  # once per client: the next documents fail alike
+                self._warned = True
+                log.warning("Task %s-%d: librdkafka's statistics could not be read, so "
+                            "its client metrics are not updated: %s: %s",
+                            self._metrics.connector, self._metrics.task,
+                            type(exc).__name__, exc)
+            return
+        if snapshot is not None:
+            self._metrics.client_stats = snapshot
+
+
+# --- Prometheus families, at scrape time ---------------------------------------------------
+
+ConsumerRead = Callable[[ConsumerStats], float | None]
+ProducerRead = Callable[[ProducerStats], float | None]
+
+CONSUMER_METRICS: tuple[tuple[str, str, ConsumerRead], ...] = (
+    ("records-lag-max", "The maximum lag in number of records over the partitions assigned "
+     "to this consumer, at its last statistics.", lambda s: s.lag_max),
+    ("records-consumed-total", "The total number of records consumed (fetched from the "
+     "brokers) by this consumer.", lambda s: s.records_consumed),
+    ("bytes-consumed-total", "The total number of record bytes consumed (fetched from the "
+     "brokers) by this consumer.", lambda s: s.bytes_consumed),
+)
+
+PRODUCER_METRICS: tuple[tuple[str, str, ProducerRead], ...] = (
+    ("record-send-total", "The total number of records sent (transmitted to the brokers) "
+     "by this producer.", lambda s: s.records_sent),
+    ("outgoing-byte-total", "The total number of bytes sent to the brokers by this "
+     "producer.", lambda s: s.bytes_sent),
+    ("request-latency-avg", "The average request latency in ms over the last statistics "
+     "interval.", lambda s: s.request_latency_avg_ms),
+)
+
+
+def _family(prefix: str, name: str, doc: str, labels: Iterable[str]
+            ) -> CounterMetricFamily | GaugeMetricFamily:
+    full = f"{prefix}_{name}".replace("-", "_")
+    kind = CounterMetricFamily if name.endswith("-total") else GaugeMetricFamily
+    return kind(full, doc, labels=list(labels))
+
+
+def _labels(m: TaskMetrics, stats: ClientStats) -> list[str]:
+    return [stats.client_id, m.connector, str(m.task)]
+
+
+def client_families(tasks: Iterable[TaskMetrics]) -> Iterator[Metric]:
+    """The client families of the tasks whose client has produced statistics."""
+    consumers: list[tuple[TaskMetrics, ConsumerStats]] = []
+    producers: list[tuple[TaskMetrics, ProducerStats]] = []
+    for m in sorted(tasks, key=lambda m: (m.connector, m.task)):
+        stats = m.client_stats  # read once: the task thread may replace it meanwhile
+        if isinstance(stats, ConsumerStats):
+            consumers.append((m, stats))
+        elif isinstance(stats, ProducerStats):
+            producers.append((m, stats))
+    if consumers:
+        yield from _simple(CONSUMER_PREFIX, CONSUMER_METRICS, consumers)
+        lag = _family(CONSUMER_PREFIX, "records-lag", "The latest lag in number of records "
+                      "of the partition.", [*LABELS, "topic", "partition"])
+        for m, c in consumers:
+            for topic, partition, value in c.lags:
+                lag.add_metric([*_labels(m, c), topic, str(partition)], float(value))
+        yield lag
+    if producers:
+        yield from _simple(PRODUCER_PREFIX, PRODUCER_METRICS, producers)
+
+
+def _simple(prefix: str, specs: tuple[tuple[str, str, Callable[[Any], float | None]], ...],
+            members: list[tuple[TaskMetrics, Any]]) -> Iterator[Metric]:
+    for name, doc, read in specs:
+        family = _family(prefix, name, doc, LABELS)
+        for m, stats in members:
+            value = read(stats)
+            if value is not None:  # not in the document: no sample
+                family.add_metric(_labels(m, stats), float(value))
+        yield family
