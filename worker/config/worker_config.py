@@ -68,6 +68,14 @@ def _mac_algorithm(name: str, value: Any) -> None:
                               f"the supported algorithms are: {crypto.supported()}")
 
 
+def _exactly_once_source_support(name: str, value: Any) -> None:
+    one_of("disabled", "preparing", "enabled")(name, value)
+    if str(value).lower() == "enabled":
+        raise ConfigException(name, value, "exactly-once source delivery (KIP-618) is not "
+                              "supported by this worker; source connectors deliver at least "
+                              "once. Use 'disabled'")
+
+
 def _verification_algorithms(name: str, value: Any) -> None:
     if not value:
         raise ConfigException(name, value, "At least one signature verification algorithm "
@@ -159,6 +167,12 @@ COMMON = (
             "Serve the worker's metrics in Prometheus text format on /metrics of the REST "
             "listeners (not on admin.listeners); false answers 404 (connect-plane setting, "
             "docs/metrics.md).")
+    .define("exactly.once.source.support", Type.STRING, "disabled", Importance.HIGH,
+            "Whether to enable exactly-once support for source connectors (KIP-618; a "
+            "distributed-mode key in Kafka, checked in both modes here). "
+            "This worker does not implement it: 'disabled' and 'preparing' (which changes "
+            "nothing here) are accepted, 'enabled' is refused rather than silently running "
+            "source connectors at least once.", validator=_exactly_once_source_support)
 )
 
 STANDALONE = COMMON.merge(
@@ -246,7 +260,6 @@ KNOWN_UNUSED = frozenset({
     "rest.host.name", "rest.port", "access.control.allow.origin",
     "access.control.allow.methods", "response.http.headers.config",
     "metrics.recording.level", "auto.include.jmx.reporter",
-    "exactly.once.source.support",
     "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes",
     "request.timeout.ms", "retry.backoff.ms", "reconnect.backoff.ms",
     "reconnect.backoff.max.ms", "metric.reporters", "client.dns.lookup",

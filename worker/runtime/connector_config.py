@@ -132,7 +132,36 @@ SINK = COMMON.merge(
             display_name="Enable Error Context Headers")
 )
 
-SOURCE = COMMON
+EXACTLY_ONCE_GROUP = "Exactly Once Support"
+#: Kafka's SourceConnectorConfig keys of exactly-once delivery (KIP-618) and per-connector
+#: offsets topics: defined so validation shows them, refused (``extra_errors``) where a
+#: value asks for what this worker does not do, rather than accepted and ignored.
+SOURCE = COMMON.merge(
+    ConfigDef()
+    .define("exactly.once.support", Type.STRING, "requested", Importance.MEDIUM,
+            "Permitted values are requested, required. If set to \"required\", forces a "
+            "preflight check that the connector can provide exactly-once semantics; this "
+            "worker has no exactly-once source support, so \"required\" is refused.",
+            validator=one_of("requested", "required"), group=EXACTLY_ONCE_GROUP,
+            order_in_group=1, display_name="Exactly once support")
+    .define("transaction.boundary", Type.STRING, "poll", Importance.MEDIUM,
+            "Permitted values are: poll, interval, connector. Producer transaction "
+            "boundaries of exactly-once source delivery; only the default is accepted here.",
+            validator=one_of("poll", "interval", "connector"), group=EXACTLY_ONCE_GROUP,
+            order_in_group=2, display_name="Transaction Boundary")
+    .define("transaction.boundary.interval.ms", Type.LONG, None, Importance.LOW,
+            "If 'transaction.boundary' is set to 'interval', determines the interval for "
+            "producer transaction commits by connector tasks.", validator=at_least(0),
+            group=EXACTLY_ONCE_GROUP, order_in_group=3,
+            display_name="Transaction boundary interval")
+    .define("offsets.storage.topic", Type.STRING, None, Importance.LOW,
+            "The name of a separate offsets topic to use for this connector. Not supported "
+            "by this worker: source offsets go to the worker's offset storage.",
+            group="offsets.topic", order_in_group=1, display_name="Offsets topic")
+)
+
+_NO_EXACTLY_ONCE = ("exactly-once source delivery (KIP-618) is not supported by this "
+                    "worker; its source connectors deliver at least once")
 
 
 def base_definition(connector_type: str) -> ConfigDef:
@@ -236,8 +265,17 @@ def extra_errors(config: Mapping[str, str], connector_type: str, override_policy
             errors["topics"] = ("Must configure one of topics or topics.regex, not both")
         elif not topics and not regex:
             errors["topics"] = "Must configure one of topics or topics.regex"
+        if "(?" in regex:
+            # Python's re accepts these, librdkafka's engine (which subscribes) does not:
+            # the task would fail at start.
+            errors["topics.regex"] = ("(?...) constructs (non-capturing groups, inline "
+                                      "flags, lookarounds) are not supported by the "
+                                      "consumer's regular-expression engine; use plain "
+                                      "groups")
         errors.update({k: m for k, m in _dlq_errors(config, topics, regex).items()
                        if k not in errors})
+    else:
+        errors.update(_exactly_once_errors(config))
     for alias in aliases(config, "transforms"):
         predicate = config.get(f"transforms.{alias}.predicate")
         if predicate and predicate not in aliases(config, "predicates"):
@@ -255,4 +293,22 @@ def extra_errors(config: Mapping[str, str], connector_type: str, override_policy
             if prefix is not None and key[len(prefix):] not in allowed:
                 errors[key] = (f"The '{override_policy}' policy does not allow '{key}' "
                                "to be overridden in the connector configuration.")
+    return errors
+
+
+def _exactly_once_errors(config: Mapping[str, str]) -> dict[str, str]:
+    """A source connector's settings that ask for exactly-once delivery or a per-connector
+    offsets topic: refused with a reason (Kafka's own message first, where it has one)."""
+    errors: dict[str, str] = {}
+    if (config.get("exactly.once.support") or "").strip().lower() == "required":
+        errors["exactly.once.support"] = ("This worker does not have exactly-once source "
+                                          f"support enabled: {_NO_EXACTLY_ONCE}.")
+    boundary = (config.get("transaction.boundary") or "").strip().lower()
+    if boundary in ("interval", "connector"):
+        errors["transaction.boundary"] = (f"Transaction boundaries belong to exactly-once "
+                                          f"source delivery: {_NO_EXACTLY_ONCE}.")
+    if (config.get("offsets.storage.topic") or "").strip():
+        errors["offsets.storage.topic"] = ("A separate offsets topic per connector is not "
+                                           "supported by this worker; source offsets go to "
+                                           "the worker's offset storage.")
     return errors

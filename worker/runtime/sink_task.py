@@ -77,6 +77,14 @@ class _Context(SinkTaskContext):
         return self._owner.errant_reporter
 
 
+def subscription_pattern(topics_regex: str) -> str:
+    """librdkafka's subscription for ``topics.regex``: a pattern must start with ``^`` to
+    be one, and librdkafka matches it anywhere in the name; Kafka matches the whole topic
+    name, so the regex is anchored at both ends (``orders`` never reads ``orders_dlq``).
+    A group, not ``(?:...)``: librdkafka's regex engine has no non-capturing groups."""
+    return f"^({topics_regex})$"
+
+
 class WorkerSinkTask(WorkerTask):
     def __init__(self, task_id: TaskId, task: SinkTask, task_config: dict[str, str],
                  target_state: TargetState, status: StatusReporter, *,
@@ -90,7 +98,8 @@ class WorkerSinkTask(WorkerTask):
         super().__init__(task_id, task, task_config, target_state, status, on_topic, metrics)
         self.sink_task: SinkTask = task
         self._consumer_config = consumer_config
-        self._subscription = [f"^{topics_regex}"] if topics_regex else list(topics)
+        self._subscription = [subscription_pattern(topics_regex)] if topics_regex \
+            else list(topics)
         self._key_converter = key_converter
         self._value_converter = value_converter
         self._chain = chain

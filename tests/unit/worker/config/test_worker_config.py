@@ -99,6 +99,24 @@ class TestBadValues:
         with pytest.raises(ConfigError, match="at least 1"):
             WorkerConfig({"offset.flush.interval.ms": "0"})
 
+    @pytest.mark.parametrize("value", ["enabled", "ENABLED"])
+    def test_exactly_once_source_support_enabled_is_refused(self, value: str) -> None:
+        # Never a silent downgrade to at-least-once: the worker does not start.
+        with pytest.raises(ConfigError, match="not supported by this worker") as info:
+            WorkerConfig({"exactly.once.source.support": value})
+
+        assert info.value.key == "exactly.once.source.support"
+
+    @pytest.mark.parametrize("value", ["disabled", "preparing"])
+    def test_exactly_once_source_support_off_values_are_accepted(self, value: str) -> None:
+        assert WorkerConfig({"exactly.once.source.support": value}).get(
+            "exactly.once.source.support") == value
+
+    def test_exactly_once_source_support_unknown_value(self) -> None:
+        with pytest.raises(ConfigError, match="String must be one of: disabled, preparing, "
+                                              "enabled"):
+            WorkerConfig({"exactly.once.source.support": "yes"})
+
 
 class TestUnusedKeys:
     def test_unused_keys_are_logged_but_not_fatal(self, caplog: pytest.LogCaptureFixture

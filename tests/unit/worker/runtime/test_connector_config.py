@@ -17,7 +17,7 @@ def registry() -> PluginRegistry:
 
 
 class TestBaseDefinition:
-    def test_source_has_common_keys_only(self) -> None:
+    def test_source_has_common_keys_and_its_own(self) -> None:
         names = cc.base_definition("source").names()
 
         assert names[:3] == ["name", "connector.class", "tasks.max"]
@@ -165,12 +165,41 @@ class TestExtraErrors:
 
         assert "not both" in errors["topics"]
 
+    def test_sink_regex_constructs_librdkafka_refuses(self) -> None:
+        errors = cc.extra_errors({"topics.regex": "(?:a|b)-x"}, "sink", "All")
+
+        assert "use plain groups" in errors["topics.regex"]
+        assert cc.extra_errors({"topics.regex": "(a|b)-x"}, "sink", "All") == {}
+
     @pytest.mark.parametrize("config", [{"topics": "a,b"}, {"topics.regex": "a.*"}])
     def test_sink_with_one_of_them_is_fine(self, config: dict[str, str]) -> None:
         assert cc.extra_errors(config, "sink", "All") == {}
 
     def test_source_has_no_topics_rule(self) -> None:
         assert cc.extra_errors({}, "source", "All") == {}
+
+    @pytest.mark.parametrize("config", [
+        {"exactly.once.support": "requested"}, {"transaction.boundary": "poll"},
+        {"offsets.storage.topic": " "}])
+    def test_source_defaults_of_exactly_once_keys_are_fine(self, config: dict[str, str]
+                                                           ) -> None:
+        assert cc.extra_errors(config, "source", "All") == {}
+
+    def test_source_exactly_once_requests_are_refused_on_their_keys(self) -> None:
+        errors = cc.extra_errors({"exactly.once.support": "Required",
+                                  "transaction.boundary": "interval",
+                                  "offsets.storage.topic": "my-offsets"}, "source", "All")
+
+        assert errors["exactly.once.support"].startswith(
+            "This worker does not have exactly-once source support enabled")
+        assert "at least once" in errors["transaction.boundary"]
+        assert "not supported" in errors["offsets.storage.topic"]
+
+    def test_exactly_once_keys_are_source_keys(self) -> None:
+        source = cc.base_definition("source").keys
+        assert source["exactly.once.support"].default == "requested"
+        assert source["transaction.boundary"].default == "poll"
+        assert "exactly.once.support" not in cc.base_definition("sink").keys
 
     def test_undefined_predicate_alias(self) -> None:
         errors = cc.extra_errors({"transforms": "f", "transforms.f.predicate": "missing",
