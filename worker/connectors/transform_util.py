@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from worker.api import DataException, Schema, SchemaType, Struct, Transformation
+from worker.api import ConfigException, DataException, Schema, SchemaType, Struct, Transformation
 from worker.api.data import Field
 from worker.api.records import ConnectRecord
 from worker.api.transforms import R
@@ -37,6 +37,67 @@ def struct_like(schema: Schema, fields: list[tuple[str, Schema]]) -> Schema:
     return Schema(SchemaType.STRUCT, name=schema.name, version=schema.version, doc=schema.doc,
                   parameters=schema.parameters,
                   fields=tuple(Field(name, i, s) for i, (name, s) in enumerate(fields)))
+
+
+def field_value(struct: Struct, field: Field, replace_null_with_default: bool) -> Any:
+    """A field's value; a null one is the field's default when ``replace_null_with_default``
+    (Kafka's ``Struct.get(field)`` vs ``getWithoutDefault``)."""
+    value = struct.values.get(field.name)
+    if value is None and replace_null_with_default:
+        return field.schema.default
+    return value
+
+
+def schema_type_of(value: Any) -> SchemaType | None:
+    """The Connect type of a schemaless value (Kafka's ``ConnectSchema.schemaType``);
+    None for a Python type with no Connect equivalent (Decimal, datetime, ...)."""
+    if isinstance(value, bool):
+        return SchemaType.BOOLEAN
+    if isinstance(value, int):
+        return SchemaType.INT64
+    if isinstance(value, float):
+        return SchemaType.FLOAT64
+    if isinstance(value, str):
+        return SchemaType.STRING
+    if isinstance(value, bytes | bytearray | memoryview):
+        return SchemaType.BYTES
+    if isinstance(value, list | tuple):
+        return SchemaType.ARRAY
+    if isinstance(value, Mapping):
+        return SchemaType.MAP
+    if isinstance(value, Struct):
+        return SchemaType.STRUCT
+    return None
+
+
+# --- validators with Kafka's messages ---------------------------------------------------
+
+def non_empty_list(name: str, value: Any) -> None:
+    """Kafka's ``NonEmptyListValidator``."""
+    if not value:
+        raise ConfigException(name, value, "Empty list")
+
+
+def must_be_non_empty(name: str, value: Any) -> None:
+    """Kafka's ``ConfigDef.NonEmptyString``."""
+    if value == "":
+        raise ConfigException(name, value, "String must be non-empty")
+
+
+def one_of_ignoring_case(*allowed: str) -> Callable[[str, Any], None]:
+    """Kafka's ``ConfigDef.CaseInsensitiveValidString``."""
+    lowered = {a.lower() for a in allowed}
+
+    def check(name: str, value: Any) -> None:
+        if str(value).lower() not in lowered:
+            raise ConfigException(name, value, "String must be one of (case insensitive): "
+                                               + ", ".join(allowed))
+    return check
+
+
+REPLACE_NULL_WITH_DEFAULT_DOC = (
+    "Whether to replace fields that have a default value and that are null to the default "
+    "value. When set to true, the default value is used, otherwise null is used.")
 
 
 class SchemaCache:

@@ -3,7 +3,10 @@
 ``RegexRouter``, ``InsertField$Key/$Value``, ``ExtractField$Key/$Value``,
 ``HoistField$Key/$Value``, ``ReplaceField$Key/$Value`` and ``Filter``; the Python classes drop
 the ``$`` (``InsertFieldValue``). Field transforms work on schemaless dicts and on Structs.
-The predicates live in ``worker.connectors.predicates``.
+The predicates live in ``worker.connectors.predicates``; Kafka's other SMTs in
+``transforms_cast``, ``transforms_flatten``, ``transforms_mask``, ``transforms_schema``
+(SetSchemaMetadata, ValueToKey) and ``transforms_timestamp`` (TimestampConverter,
+TimestampRouter).
 """
 
 from __future__ import annotations

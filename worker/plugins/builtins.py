@@ -59,6 +59,17 @@ BUILTINS: tuple[BuiltinPlugin, ...] = (
                     f"worker.connectors.transforms:{base}{variant}")
       for base in ("InsertField", "ExtractField", "HoistField", "ReplaceField")
       for variant in ("Key", "Value")),
+    *(BuiltinPlugin(f"{_T}.{base}${variant}", PluginType.TRANSFORMATION,
+                    f"worker.connectors.{module}:{base}{variant}")
+      for base, module in (("Cast", "transforms_cast"), ("Flatten", "transforms_flatten"),
+                           ("MaskField", "transforms_mask"),
+                           ("SetSchemaMetadata", "transforms_schema"),
+                           ("TimestampConverter", "transforms_timestamp"))
+      for variant in ("Key", "Value")),
+    BuiltinPlugin(f"{_T}.TimestampRouter", PluginType.TRANSFORMATION,
+                  "worker.connectors.transforms_timestamp:TimestampRouter"),
+    BuiltinPlugin(f"{_T}.ValueToKey", PluginType.TRANSFORMATION,
+                  "worker.connectors.transforms_schema:ValueToKey"),
     *(BuiltinPlugin(f"{_T}.predicates.{name}", PluginType.PREDICATE,
                     f"worker.connectors.predicates:{name}")
       for name in ("TopicNameMatches", "HasHeaderKey", "RecordIsTombstone")),
