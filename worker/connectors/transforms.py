@@ -35,6 +35,7 @@ from worker.api.transforms import R
 from worker.connectors.json_schema import OPTIONAL_TIMESTAMP_SCHEMA, TIMESTAMP_SCHEMA
 from worker.connectors.regex import JavaReplacement, java_regex, valid_java_regex
 from worker.connectors.transform_util import (
+    REPLACE_NULL_WITH_DEFAULT_DOC,
     KeyOrValueTransformation,
     SchemaCache,
     require_map,
@@ -285,9 +286,7 @@ REPLACE_FIELD_CONFIG_DEF = (
     .define("renames", Type.LIST, "", Importance.MEDIUM,
             "Field rename mappings, e.g. foo:bar,abc:xyz.", validator=_parse_renames)
     .define("replace.null.with.default", Type.BOOLEAN, True, Importance.MEDIUM,
-            "Whether to replace fields that have a default value and that are null to the "
-            "default value. When set to true, the default value is used, otherwise null is "
-            "used.")
+            REPLACE_NULL_WITH_DEFAULT_DOC)
 )
 _REPLACE_PURPOSE = "field replacement"
 
