@@ -130,11 +130,21 @@ def test_connectors_from_properties_and_json_files(
                                     "topics": unique_topic("sink"),
                                     "file": str(tmp_path / "out.txt")}), encoding="utf-8")
 
-    worker = standalone_worker(connector_files=[properties_file, request_file, map_file])
+    # ... or a create request with KIP-980's initial_state, its format told by content
+    # (the name ends in .conf), as Kafka's connect-standalone tells it.
+    from_stopped = unique_name("json-stopped")
+    stopped_file = tmp_path / "stopped.conf"
+    stopped_file.write_text(json.dumps({"name": from_stopped, "initial_state": "stopped",
+                                        "config": {**request_config, "tasks.max": 1}}),
+                            encoding="utf-8")
+
+    worker = standalone_worker(connector_files=[properties_file, request_file, map_file,
+                                                stopped_file])
     client = worker.client
 
     assert sorted(client.get("/connectors").json()) == sorted(
-        [from_properties, from_request, from_map])
+        [from_properties, from_request, from_map, from_stopped])
+    wait_for_connector_state(client, from_stopped, "STOPPED", task_count=0)
     assert client.get(f"{path(from_properties)}/config").json() == properties_config
     assert client.get(f"{path(from_request)}/config").json() == {
         "name": from_request, **{k: str(v) for k, v in request_config.items()}}
@@ -146,7 +156,9 @@ def test_connectors_from_properties_and_json_files(
     # Kafka re-applies the files at every start: the connectors are updated, not doubled.
     worker.restart()
     assert sorted(client.get("/connectors").json()) == sorted(
-        [from_properties, from_request, from_map])
+        [from_properties, from_request, from_map, from_stopped])
+    # The initial state is for creation only: the file does not move it again.
+    wait_for_connector_state(client, from_stopped, "STOPPED", task_count=0)
     wait_for_connector_state(client, from_request, "RUNNING", tasks_state="RUNNING",
                              task_count=2)
 

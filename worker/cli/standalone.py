@@ -16,9 +16,10 @@ import threading
 from collections.abc import Sequence
 
 from worker.compose import Connect, build_standalone, discover_plugins
-from worker.config.properties import load_connector_config, load_properties
+from worker.config.properties import load_connector_file, load_properties
 from worker.config.worker_config import StandaloneConfig
 from worker.errors import ConnectError
+from worker.storage.base import TargetState
 
 log = logging.getLogger("worker.cli.standalone")
 
@@ -47,9 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Plugins first: the config providers the properties use may come from plugin.path.
         registry = discover_plugins(props)
         config = StandaloneConfig(props, registry)
-        connector_configs = [load_connector_config(p) for p in args.connector_configs]
-        for path, connector in zip(args.connector_configs, connector_configs, strict=True):
-            if not connector.get("name"):
+        connector_files = [load_connector_file(p) for p in args.connector_configs]
+        for path, connector in zip(args.connector_configs, connector_files, strict=True):
+            if not connector.config.get("name"):
                 raise ConnectError(f"Connector config {path} has no 'name'")
         process = build_standalone(config, registry)
         process.start(ready=False)  # ready once the command-line connectors exist
@@ -59,17 +60,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     stopping = install_signal_handlers()
     try:
-        for connector in connector_configs:
-            created = process.herder.put_connector_config(connector["name"], connector,
-                                                          allow_replace=True)
-            log.info("%s connector %s", "Created" if created.created else "Updated",
-                     connector["name"])
+        for connector in connector_files:
+            name = connector.config["name"]
+            # KIP-980: the initial state applies when the file creates the connector.
+            created = process.herder.put_connector_config(
+                name, connector.config, allow_replace=True,
+                initial_state=initial_target_state(connector.initial_state))
+            log.info("%s connector %s", "Created" if created.created else "Updated", name)
     except ConnectError as exc:
         log.error("Failed to create a connector from the command line: %s", exc)
         process.stop()
         return 1
     process.mark_ready()
     return serve_until_stopped(process, stopping)
+
+
+def initial_target_state(initial_state: str | None) -> TargetState | None:
+    """A connector file's KIP-980 ``initial_state`` as the config topic's target state
+    (RUNNING is STARTED there); None for the default."""
+    if initial_state is None:
+        return None
+    return TargetState.STARTED if initial_state == "RUNNING" else TargetState(initial_state)
 
 
 def install_signal_handlers() -> threading.Event:

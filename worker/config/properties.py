@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from worker.errors import ConfigError
@@ -107,30 +108,58 @@ def load_properties(path: str | Path) -> dict[str, str]:
     return parse_properties(text, str(path))
 
 
+#: KIP-980 ``initial_state`` values of a create-connector request (case-insensitive).
+INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
+
+
+@dataclass(frozen=True)
+class ConnectorFile:
+    """A connector file of ``connect-standalone``: its config and, in the create-request
+    form, its KIP-980 ``initial_state`` (upper case; None: the default, running)."""
+
+    config: dict[str, str]
+    initial_state: str | None = None
+
+
 def load_connector_config(path: str | Path) -> dict[str, str]:
-    """Read a connector config file: ``.json`` (a flat map or ``{"name", "config"}``) or
+    """The config of a connector file (see :func:`load_connector_file`)."""
+    return load_connector_file(path).config
+
+
+def load_connector_file(path: str | Path) -> ConnectorFile:
+    """Read a connector file, its format told by its content as Kafka's
+    ``connect-standalone`` does (not by its name): a JSON object — a flat map, or a
+    create-connector request ``{"name", "config", "initial_state"}`` — or else
     ``.properties``. Values become strings, as Kafka stores them."""
     file = Path(path)
-    if file.suffix.lower() != ".json":
-        return load_properties(file)
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(str(path), f"cannot read file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(path), "file is not valid UTF-8") from exc
+    if not text.lstrip().startswith("{") and file.suffix.lower() != ".json":
+        return ConnectorFile(parse_properties(text, str(path)))
+    try:
+        data = json.loads(text)
     except ValueError as exc:
         raise ConfigError(str(path), f"not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(str(path), "expected a JSON object")
-    if isinstance(data.get("config"), dict):
-        config = dict(data["config"])
-        if "name" in data:
-            inner = config.setdefault("name", data["name"])
-            if inner != data["name"]:
-                raise ConfigError(str(path), "Connector name configuration in 'config' "
-                                             "doesn't match the one specified in 'name'")
-    else:
-        config = data
-    return {str(k): _stringify(v) for k, v in config.items()}
+    if not isinstance(data.get("config"), dict):
+        return ConnectorFile({str(k): _stringify(v) for k, v in data.items()})
+    config = dict(data["config"])
+    if "name" in data:
+        inner = config.setdefault("name", data["name"])
+        if inner != data["name"]:
+            raise ConfigError(str(path), "Connector name configuration in 'config' "
+                                         "doesn't match the one specified in 'name'")
+    state = data.get("initial_state")
+    if state is not None and (not isinstance(state, str) or state.upper() not in INITIAL_STATES):
+        raise ConfigError(str(path), f"initial_state must be one of "
+                                     f"{', '.join(INITIAL_STATES)}, not {state!r}")
+    return ConnectorFile({str(k): _stringify(v) for k, v in config.items()},
+                         state.upper() if state is not None else None)
 
 
 def _stringify(value: object) -> str:

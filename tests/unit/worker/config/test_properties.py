@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from worker.config.properties import load_connector_config, load_properties, parse_properties
+from worker.config.properties import (
+    load_connector_config,
+    load_connector_file,
+    load_properties,
+    parse_properties,
+)
 from worker.errors import ConfigError
 
 
@@ -216,6 +221,38 @@ class TestLoadConnectorConfig:
         assert load_connector_config(path) == {"name": "outer",
                                                "connector.class": "FileStreamSink",
                                                "tasks.max": "2", "topics": "t"}
+
+    def test_format_is_told_by_content_not_suffix(self, tmp_path: Path) -> None:
+        path = tmp_path / "connector.conf"
+        path.write_text(' \n{"name": "n", "tasks.max": 2}', encoding="utf-8")
+
+        assert load_connector_config(path) == {"name": "n", "tasks.max": "2"}
+
+    def test_create_request_initial_state(self, tmp_path: Path) -> None:
+        path = tmp_path / "c.json"
+        path.write_text(json.dumps({"name": "n", "initial_state": "paused",
+                                    "config": {"a": "1"}}), encoding="utf-8")
+
+        loaded = load_connector_file(path)
+
+        assert loaded.config == {"name": "n", "a": "1"}
+        assert loaded.initial_state == "PAUSED"
+
+    @pytest.mark.parametrize("state", ["running-ish", 3])
+    def test_create_request_bad_initial_state(self, tmp_path: Path, state: object) -> None:
+        path = tmp_path / "c.json"
+        path.write_text(json.dumps({"name": "n", "initial_state": state, "config": {}}),
+                        encoding="utf-8")
+
+        with pytest.raises(ConfigError, match="initial_state must be one of RUNNING, "
+                                              "PAUSED, STOPPED"):
+            load_connector_file(path)
+
+    def test_properties_file_has_no_initial_state(self, tmp_path: Path) -> None:
+        path = tmp_path / "c.properties"
+        path.write_text("name=n\n", encoding="utf-8")
+
+        assert load_connector_file(path).initial_state is None
 
     def test_json_create_request_form_with_same_name_inside(self, tmp_path: Path) -> None:
         path = tmp_path / "c.json"
