@@ -51,6 +51,9 @@ BUILTINS: tuple[BuiltinPlugin, ...] = (
                       "worker.connectors.converters:StringConverter"),
     *_both_converters("org.apache.kafka.connect.converters.ByteArrayConverter",
                       "worker.connectors.converters:ByteArrayConverter"),
+    *(plugin for name in ("Long", "Integer", "Short", "Float", "Double", "Boolean")
+      for plugin in _both_converters(f"org.apache.kafka.connect.converters.{name}Converter",
+                                     f"worker.connectors.number_converters:{name}Converter")),
     BuiltinPlugin(f"{_T}.RegexRouter", PluginType.TRANSFORMATION,
                   "worker.connectors.transforms:RegexRouter"),
     BuiltinPlugin(f"{_T}.Filter", PluginType.TRANSFORMATION,

@@ -201,9 +201,9 @@ def test_wrong_type_is_not_found(registry: PluginRegistry) -> None:
 def test_plugins_listing(registry: PluginRegistry) -> None:
     names = [d.class_name for d in registry.plugins()]
     assert names == sorted(names)
-    # 3 connectors, 3 converters listed once per type (converter, header_converter),
+    # 3 connectors, 9 converters listed once per type (converter, header_converter),
     # 22 SMTs and 3 predicates.
-    assert len(registry.plugins()) == 3 + 3 * 2 + 22 + 3
+    assert len(registry.plugins()) == 3 + 9 * 2 + 22 + 3
     connectors = registry.plugins({PluginType.SOURCE, PluginType.SINK})
     assert [(d.class_name, d.type) for d in connectors] == [
         ("org.apache.kafka.connect.file.FileStreamSinkConnector", PluginType.SINK),
