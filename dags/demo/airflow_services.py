@@ -38,7 +38,7 @@ import httpx
 
 from dags.demo.stack import wait_for
 from worker.testing import free_port
-from worker.testing.broker import log_tail
+from worker.testing.processes import log_tail
 
 #: The processes :meth:`AirflowServices.start` runs, in start order.
 SERVICES = ("api-server", "dag-processor", "scheduler", "triggerer")

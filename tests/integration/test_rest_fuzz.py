@@ -31,7 +31,7 @@ import pytest
 
 from tests.integration._rest_helpers import error_body
 from tests.support import WorkerProcess, wait_for_connector_state, write_properties
-from worker.testing.broker import free_port
+from worker.testing.processes import free_port
 
 CONFIG = Path(__file__).parent / "rest_fuzz" / "schemathesis.toml"
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"

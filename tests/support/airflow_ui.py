@@ -35,7 +35,7 @@ from urllib.parse import quote
 import httpx
 
 from worker.testing import free_port
-from worker.testing.broker import log_tail, terminate_process
+from worker.testing.processes import log_tail, terminate_process
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page, ViewportSize

@@ -7,14 +7,7 @@ subprocess the way users run it. Both serve the demos and the test suite.
 
 from __future__ import annotations
 
-from worker.testing.broker import (
-    BrokerStartError,
-    EmbeddedBroker,
-    free_port,
-    log_tail,
-    resolve_tansu_binary,
-    terminate_process,
-)
+from worker.testing.broker import BrokerStartError, EmbeddedBroker, resolve_tansu_binary
 from worker.testing.process import (
     DISTRIBUTED_MODULE,
     STANDALONE_MODULE,
@@ -22,6 +15,7 @@ from worker.testing.process import (
     WorkerStartError,
     write_properties,
 )
+from worker.testing.processes import free_port, log_tail, terminate_process
 
 __all__ = [
     "DISTRIBUTED_MODULE",

@@ -24,7 +24,7 @@ from typing import IO
 
 import httpx
 
-from worker.testing.broker import log_tail, terminate_process
+from worker.testing.processes import log_tail, terminate_process
 
 __all__ = ["DISTRIBUTED_MODULE", "STANDALONE_MODULE", "WorkerProcess", "WorkerStartError",
            "write_properties"]
