@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import cached_property
-from typing import Any, NoReturn
+from typing import Any
 
 from airflow.sdk import BaseOperator, Context, conf
 from airflow.triggers.base import BaseTrigger
@@ -122,13 +122,31 @@ class KafkaConnectBaseOperator(TopicAssetsMixin, BaseOperator):
             poll_interval=poll_interval, timeout=timeout)
 
     def defer_until(self, target_state: str, *, method_name: str, wait_for_tasks: bool,
-                    timeout: float, poll_interval: float) -> NoReturn:
+                    timeout: float, poll_interval: float) -> None:
         """Defer until the connector is in ``target_state``; the task resumes in
-        ``method_name(context, event)`` with the trigger's event."""
-        trigger = self.state_trigger(target_state, wait_for_tasks=wait_for_tasks,
+        ``method_name(context, event)`` with the trigger's event.
+
+        The status is read once first, as Airflow's deferrable sensors poke before they
+        defer: a target already met returns here (the caller goes on in this process,
+        no trigger, no second worker slot) and a FAILED connector or task raises at once.
+        """
+        target = check_target_state(target_state)
+        try:
+            status = self.hook.get_connector_status(self.connector)
+        except WAIT_OUT_ERRORS as exc:
+            self.log.info("Status of %s unavailable (%s): deferring", self.connector, exc)
+        else:
+            outcome = evaluate_rest_status(status, target, wait_for_tasks=wait_for_tasks)
+            if outcome.verdict is Verdict.MET:
+                self.log.info("Connector %s is already %s: not deferring", self.connector,
+                              target)
+                return
+            if outcome.verdict is Verdict.FAILED:
+                raise connector_failed(self.connector, outcome.detail, outcome.trace)
+        trigger = self.state_trigger(target, wait_for_tasks=wait_for_tasks,
                                      timeout=timeout, poll_interval=poll_interval)
         self.log.info("Deferring until connector %s is %s (%s, up to %g s)", self.connector,
-                      target_state, type(trigger).__name__, timeout)
+                      target, type(trigger).__name__, timeout)
         self.defer(trigger=trigger, method_name=method_name,
                    timeout=timedelta(seconds=timeout + DEFERRAL_GRACE_S))
 

@@ -38,6 +38,8 @@ class DagResult:
     returned: dict[str, Any]
     note: str = ""
     seen: dict[str, list[str]] = field(default_factory=dict)
+    #: For a run that did not succeed: the warnings and errors its failed tasks logged.
+    problems: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -96,6 +98,36 @@ def _bag() -> Any:
     if bag.import_errors:
         raise RuntimeError(f"DAG files failed to import: {bag.import_errors}")
     return bag
+
+
+def task_log_problems(home: Path, dag_id: str, run_id: str, task_ids: list[str], *,
+                      limit: int = 20) -> str:
+    """The warnings and errors that ``task_ids`` logged in ``run_id`` (every attempt and
+    its trigger logs, from ``<home>/task-logs``), last ``limit`` lines per task, with the
+    exception of an error record when it has one: what a failed run's report shows."""
+    lines: list[str] = []
+    for task_id in task_ids:
+        folder = (home / "task-logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
+                  / f"task_id={task_id}")
+        found: list[str] = []
+        for log in sorted(folder.glob("attempt=*.log*")):
+            for raw in log.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    record = json.loads(raw)
+                except json.JSONDecodeError:
+                    continue
+                if not isinstance(record, dict) or record.get("level") not in (
+                        "warning", "error", "critical"):
+                    continue
+                found.append(f"{log.name} {record.get('timestamp', '')} {record['level']}: "
+                             f"{record.get('event', '')}")
+                for exc in record.get("error_detail") or []:
+                    if isinstance(exc, dict):
+                        found.append(f"    {exc.get('exc_type')}: {exc.get('exc_value')}")
+        lines.append(f"  {task_id}: " + (f"{len(found)} warning/error line(s)" if found
+                                          else f"no warning or error logged in {folder}"))
+        lines.extend(f"    {line}" for line in found[-limit:])
+    return "\n".join(lines)
 
 
 def _dag(dag_id: str) -> Any:

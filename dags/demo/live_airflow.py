@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dags.demo.airflow_runs import DAGS_FOLDER, PIPELINE, DagResult
+from dags.demo.airflow_runs import DAGS_FOLDER, PIPELINE, DagResult, task_log_problems
 from dags.demo.airflow_services import (
     AirflowApi,
     AirflowServices,
@@ -190,8 +190,10 @@ class LiveAirflow:
         sample(instances)
         returned = {task_id: self.api.xcom_or_none(dag_id, run_id, task_id)
                     for task_id in instances}
-        return DagResult(run_id, {t: i["state"] for t, i in instances.items()}, returned,
-                         note, seen)
+        states = {t: i["state"] for t, i in instances.items()}
+        failed = [task for task, state in states.items() if state not in ("success", "skipped")]
+        problems = task_log_problems(self.home, dag_id, run_id, failed) if failed else ""
+        return DagResult(run_id, states, returned, note, seen, problems)
 
     def pipeline(self, emitted_by: str, bootstrap: str, topic: str) -> DagResult:
         """The ``orders_pipeline`` run the **scheduler** starts on ``emitted_by``'s Asset

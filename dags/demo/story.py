@@ -360,8 +360,12 @@ class Story:
 
     def _expect(self, result: DagResult, dag_id: str) -> None:
         if not result.succeeded:
-            raise RuntimeError(f"{dag_id} run {result.run_id} did not succeed: {result.states}; "
-                               f"see {self.out.log_path}")
+            seen = "; ".join(f"{task}: {' → '.join(states)}"
+                             for task, states in result.seen.items())
+            raise RuntimeError(f"{dag_id} run {result.run_id} did not succeed: {result.states}"
+                               + (f" (states seen: {seen})" if seen else "")
+                               + (f"\n{result.problems}" if result.problems else "")
+                               + f"\nsee {self.out.log_path}")
         tasks = ", ".join(f"{task}={state}" for task, state in result.states.items())
         self.say(f"  {dag_id}: {tasks}")
         if result.note and not dag_id.startswith("orders_pipeline"):

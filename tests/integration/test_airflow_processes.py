@@ -117,11 +117,12 @@ def test_the_demo_on_airflow_processes(tmp_path: Path) -> None:
                                  r"started (asset_triggered__\S+) ([\d.]+) s later", out)
     assert [source for source, _, _ in pipeline_starts] == ["source_running", "replay"], \
         context
-    # Deferred in the triggerer: the runbooks' two waits each, the rotation's one.
-    for task in ("skip_poison_record", "replay"):
-        states = re.search(rf"\n    {task}: (.+ → success)\n", out)
-        # (More if Airflow's stale-success race made the task retry: the DAGs allow one.)
-        assert states and states[1].count("deferred") >= 2, context
+    # The runbooks succeeded; their waits defer only when a state is not reached at the
+    # first read (the demo then prints the states the task went through).
+    for dag_id, task in (("kafka_connect_skip_poison_record", "skip_poison_record"),
+                         ("kafka_connect_replay_source", "replay")):
+        assert re.search(rf"\n  {dag_id}: .*\b{task}=success", out), context
+    # The rotation's wait for the new certificate runs in the triggerer.
     assert re.search(r"\n    rotate: .*deferred.* → success\n", out), context
     # The story's own checks: totals, an identical re-run, rotation, plugin sync.
     assert "89 orders of 5 customers" in out and "identical" in out, context

@@ -6,6 +6,10 @@ event in the method the operator named.
   topic (a one-worker cluster): same result, records re-read from the new offsets.
 - A wait that times out in the trigger restores the snapshot (offsets and state).
 - Create with ``initial_state``, resume, stop and restart wait deferred too.
+
+Every operator reads the status once before it defers: a wait whose state is already
+reached goes on in the task, so the tests check which waits deferred only where that is
+certain.
 """
 
 from __future__ import annotations
@@ -64,6 +68,15 @@ def waits(runs: list[dict[str, Any]]) -> list[str]:
     return [r["target_state"] for r in runs]
 
 
+def deferred_among(runs: list[dict[str, Any]], expected: list[str]) -> list[str]:
+    """The waits that ran as triggers, checked to be ``expected`` in order with some left
+    out: an operator reads the status before it defers, and a state already reached (a
+    stop often is by the time its answer comes) is not deferred."""
+    seen, rest = waits(runs), iter(expected)
+    assert all(state in rest for state in seen), (seen, expected)
+    return seen
+
+
 def test_deferred_runbook_over_rest(standalone_worker: Any, kafka_connect_conn: Any,
                                     airflow_dag: Any, kafka_admin: Any, kafka_bootstrap: str,
                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,7 +95,8 @@ def test_deferred_runbook_over_rest(standalone_worker: Any, kafka_connect_conn: 
     dag_run = run(airflow_dag, "kc_runbook_deferred", connector=name, action="alter",
                   offsets=rewind)
     assert task_states(dag_run) == {"runbook": "success"}
-    assert waits(rest_runs) == ["STOPPED", "RUNNING"] and topic_runs == []
+    deferred_among(rest_runs, ["STOPPED", "RUNNING"])
+    assert topic_runs == []
     result = xcom(dag_run, "runbook")
     assert (result["action"], result["initial_state"], result["before"], result["after"]) \
         == ("alter", "RUNNING", before, rewind)
@@ -107,7 +121,8 @@ def test_deferred_runbook_on_the_status_topic(
 
     dag_run = run(airflow_dag, "kc_runbook_deferred", connector=name, action="reset")
     assert task_states(dag_run) == {"runbook": "success"}
-    assert waits(topic_runs) == ["STOPPED", "RUNNING"] and rest_runs == []
+    deferred_among(topic_runs, ["STOPPED", "RUNNING"])
+    assert rest_runs == []
     result = xcom(dag_run, "runbook")
     assert (result["before"], result["after"]) == (before, [])
     assert read_values(kafka_bootstrap, topic, 8) == text + text  # read again from the start
@@ -134,7 +149,8 @@ def test_a_deferred_wait_that_times_out_restores_the_snapshot(
     dag_run = run(airflow_dag, "kc_runbook_deferred_short_wait", connector=name,
                   action="alter", offsets=moved)
     assert task_states(dag_run) == {"runbook": "failed"}
-    assert waits(rest_runs) == ["STOPPED", "RUNNING"]
+    # The task never gets back to RUNNING: that wait is certain to run as a trigger.
+    assert deferred_among(rest_runs, ["STOPPED", "RUNNING"])[-1:] == ["RUNNING"]
     assert xcom(dag_run, "runbook", "runbook_state")["offsets_touched"] is True
     assert committed(worker.client, name) == []  # the snapshot, written back
     wait_for_connector_state(worker.client, name, "RUNNING", tasks_state="RUNNING")
@@ -151,7 +167,7 @@ def test_state_changes_wait_deferred(standalone_worker: Any, kafka_connect_conn:
               "topic": create_topic(kafka_admin, unique_name("dfr-gen"))}
     dag_run = run(airflow_dag, "kc_state_changes_deferred", connector=name, config=config)
     assert set(task_states(dag_run).values()) == {"success"}, task_states(dag_run)
-    assert waits(rest_runs) == ["PAUSED", "RUNNING", "STOPPED", "RUNNING", "RUNNING"]
+    deferred_among(rest_runs, ["PAUSED", "RUNNING", "STOPPED", "RUNNING", "RUNNING"])
     assert xcom(dag_run, "create") == {"connector": name, "action": "created",
                                        "state": "PAUSED"}
     assert xcom(dag_run, "stop")["connector"]["state"] == "STOPPED"  # the status body

@@ -23,11 +23,15 @@ SOURCE_OFFSETS = [{"partition": {"filename": "f"}, "offset": {"position": 10}}]
 
 
 class FakeConnect:
-    """One connector with a state, a task and offsets; records every call."""
+    """One connector with a state, a task and offsets; records every call. With ``lag``,
+    the first status read after a state change still shows the state before it, as a
+    worker's status does while the change is under way."""
 
     def __init__(self, state: str = "RUNNING", kind: str = "source",
-                 offsets: list | None = None, fail_on: str | None = None) -> None:
+                 offsets: list | None = None, fail_on: str | None = None,
+                 lag: bool = False) -> None:
         self.state, self.kind = state, kind
+        self.lag, self.stale_state = lag, None
         self.stored = list(SOURCE_OFFSETS if offsets is None else offsets)
         self.calls: list[str] = []
         self.fail_on = fail_on
@@ -35,6 +39,8 @@ class FakeConnect:
 
     def _call(self, name: str) -> None:
         self.calls.append(name)
+        if self.lag:
+            self.stale_state = self.state
         if name == self.fail_on:
             self.fail_on = None  # fail once
             raise RuntimeError(f"{name} failed")
@@ -42,9 +48,10 @@ class FakeConnect:
     def get_connector_status(self, connector: str) -> ConnectorStatus:
         if connector != "c":
             raise NotFoundError(404, f"Connector {connector} not found")
-        tasks = [] if self.state == "STOPPED" else [{"id": 0, "state": self.state}]
+        state, self.stale_state = self.stale_state or self.state, None
+        tasks = [] if state == "STOPPED" else [{"id": 0, "state": state}]
         return ConnectorStatus.from_json({"name": "c", "type": self.kind,
-                                          "connector": {"state": self.state}, "tasks": tasks})
+                                          "connector": {"state": state}, "tasks": tasks})
 
     def get_offsets(self, connector: str) -> ConnectorOffsets:
         return ConnectorOffsets.from_json({"offsets": list(self.stored)})
@@ -171,7 +178,7 @@ def _success(target: str) -> dict[str, Any]:
 
 
 def test_deferred_runbook_waits_in_the_triggerer_and_returns_the_same_result() -> None:
-    fake, ti = FakeConnect(), FakeTI()
+    fake, ti = FakeConnect(lag=True), FakeTI()
     op = runbook(fake, action="reset", deferrable=True)
     with pytest.raises(TaskDeferred) as stopped:
         op.execute({"ti": ti})
@@ -204,7 +211,7 @@ def test_deferred_waits_follow_the_status_topic_where_it_exists(
         return topic_found, "status topic 'connect-status' does not exist on 127.0.0.1:9092"
 
     monkeypatch.setattr("airflow_provider.operators._base.check_status_topic", check)
-    fake = FakeConnect()
+    fake = FakeConnect(lag=True)
     fake.settings = SimpleNamespace(bootstrap_servers="127.0.0.1:9092")
     with pytest.raises(TaskDeferred) as deferred:
         runbook(fake, action="reset", deferrable=True).execute({"ti": FakeTI()})
@@ -215,7 +222,7 @@ def test_deferred_waits_follow_the_status_topic_where_it_exists(
 
 
 def test_a_deferred_wait_that_times_out_restores_the_snapshot() -> None:
-    fake, ti = FakeConnect(), FakeTI()
+    fake, ti = FakeConnect(lag=True), FakeTI()
     op = runbook(fake, action="reset", deferrable=True)
     with pytest.raises(TaskDeferred):
         op.execute({"ti": ti})
@@ -230,7 +237,7 @@ def test_a_deferred_wait_that_times_out_restores_the_snapshot() -> None:
 
 
 def test_a_wait_ended_by_airflow_restores_too() -> None:
-    fake, ti = FakeConnect(), FakeTI()
+    fake, ti = FakeConnect(lag=True), FakeTI()
     op = runbook(fake, action="reset", deferrable=True)
     with pytest.raises(TaskDeferred):
         op.execute({"ti": ti})
@@ -241,7 +248,7 @@ def test_a_wait_ended_by_airflow_restores_too() -> None:
 
 
 def test_a_failed_event_fails_the_wait_with_the_trace() -> None:
-    fake, ti = FakeConnect(), FakeTI()
+    fake, ti = FakeConnect(lag=True), FakeTI()
     op = runbook(fake, action="reset", deferrable=True)
     with pytest.raises(TaskDeferred):
         op.execute({"ti": ti})
@@ -255,8 +262,13 @@ def test_a_failed_event_fails_the_wait_with_the_trace() -> None:
 @pytest.mark.parametrize("operator", [KafkaConnectStopConnectorOperator,
                                       KafkaConnectRestartConnectorOperator])
 def test_state_change_operators_defer_and_return_the_status_body(operator) -> None:
-    fake = FakeConnect()
-    fake.restart_connector = lambda connector, **kwargs: fake.calls.append("restart")
+    fake = FakeConnect(state="PAUSED", lag=True)
+
+    def restart_connector(connector: str, **kwargs: Any) -> None:
+        fake._call("restart")
+        fake.state = "RUNNING"
+
+    fake.restart_connector = restart_connector
     kwargs = {"wait_for_state": True} if operator is KafkaConnectRestartConnectorOperator \
         else {}
     op = operator(task_id="t", connector="c", deferrable=True, **kwargs)
@@ -268,3 +280,24 @@ def test_state_change_operators_defer_and_return_the_status_body(operator) -> No
                       else "RUNNING")
     result = op.execute_complete({"ti": FakeTI()}, _success(target))
     assert result["connector"]["state"] == fake.state
+
+
+def test_a_target_already_met_is_not_deferred() -> None:
+    """The status is read before deferring: a runbook on a STOPPED connector changes its
+    offsets in the same process and defers only for RUNNING."""
+    fake, ti = FakeConnect(state="STOPPED", lag=True), FakeTI()
+    with pytest.raises(TaskDeferred) as resumed:
+        runbook(fake, action="reset", deferrable=True).execute({"ti": ti})
+    assert resumed.value.trigger.target_state == "RUNNING"
+    assert fake.calls == ["reset", "resume"]
+
+
+def test_a_failed_connector_fails_before_deferring() -> None:
+    fake = FakeConnect(state="FAILED")
+    op = KafkaConnectRestartConnectorOperator(task_id="t", connector="c", deferrable=True,
+                                              wait_for_state=True)
+    op.__dict__["hook"] = fake
+    fake.restart_connector = lambda connector, **kwargs: fake.calls.append("restart")
+    with pytest.raises(Exception, match="FAILED"):
+        op.execute({"ti": FakeTI()})
+    assert fake.calls == ["restart"]
