@@ -37,6 +37,7 @@ from worker.rest.routes.admin import SERVED_LISTENERS
 from worker.rest.security.extensions import RestSecurity, rest_security
 from worker.rest.server import Listener, RestServer, parse_listeners
 from worker.runtime import kafka_clients
+from worker.runtime.client_check import check_worker_clients
 from worker.runtime.loggers import Loggers
 from worker.runtime.metrics_collector import ConnectMetricsCollector
 from worker.runtime.worker import Worker
@@ -205,6 +206,7 @@ def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None =
     install_log_redaction()  # secrets never reach logs (worker/util/secrets.py)
     registry = registry or discover_plugins(config)
     check_worker_converters(config, registry)
+    check_worker_clients(config)  # a client setting librdkafka refuses names its key now
     cluster_id = kafka_cluster_id(config)
     database = SqlDatabase(config.sql_url)
     # The standalone worker is the database's only writer, so reads may be cached.
@@ -227,6 +229,7 @@ def build_distributed(config: DistributedConfig, registry: PluginRegistry | None
     install_log_redaction()  # secrets never reach logs (worker/util/secrets.py)
     registry = registry or discover_plugins(config)
     check_worker_converters(config, registry)
+    check_worker_clients(config)  # a client setting librdkafka refuses names its key now
     cluster_id = kafka_cluster_id(config)
     config_store = KafkaConfigBackingStore(config)
     offset_store = KafkaOffsetBackingStore(config)

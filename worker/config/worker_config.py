@@ -24,6 +24,7 @@ from worker.api.config_def import (
 )
 from worker.api.exceptions import ConfigException
 from worker.config import crypto
+from worker.config.client_props import ROLES, ClientPropertyError, translate
 from worker.config.providers import (
     CONFIG_PROVIDERS,
     ConfigTransformer,
@@ -309,7 +310,30 @@ class WorkerConfig:
         # Resolving remembered the secrets known by name; these are the PASSWORD-typed.
         KNOWN_SECRETS.add_config(self.originals,
                                  {k.name: k.type for k in self.definition.keys.values()})
+        try:
+            self._check_client_keys()
+        except BaseException:
+            self.transformer.close()
+            raise
         self._report_unused(provider_keys)
+
+    def _check_client_keys(self) -> None:
+        """Kafka's Java client keys (``producer.``/``consumer.``/``admin.``, and the
+        top-level ``security.``/``sasl.``/``ssl.`` keys of the internal clients) that
+        cannot be honoured fail the start with an error naming the key
+        (``worker.config.client_props``)."""
+        tls = self.originals.get("security.protocol", "").upper() in ("SSL", "SASL_SSL")
+        top = {k: v for k, v in self.originals.items()
+               if k.startswith(("security.", "sasl.")) or (tls and k.startswith("ssl."))}
+        for role in ROLES:
+            own = {k: v for k, v in self.prefixed(f"{role}.").items()
+                   if role != "admin" or not (k == "listeners" or k.startswith("listeners."))}
+            for props in (own, {**top, **own}):
+                try:
+                    translate(props, role)
+                except ClientPropertyError as exc:
+                    raise ConfigError(f"{role}.{exc.key}" if exc.key in own else exc.key,
+                                      str(exc)) from None
 
     def _resolved(self, raw: dict[str, str]) -> dict[str, str]:
         # The config.providers* keys set the providers up and are used as written (a

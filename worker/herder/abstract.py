@@ -43,6 +43,7 @@ from worker.herder.models import (
 )
 from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry, PluginType
 from worker.runtime import connector_config as cc
+from worker.runtime.client_check import connector_client_errors
 from worker.runtime.loggers import Loggers
 from worker.storage.base import (
     ClusterConfigState,
@@ -229,6 +230,10 @@ class AbstractHerder(Herder):
         errors.update(cc.extra_errors(
             config, connector_type,
             self.worker_config.get("connector.client.config.override.policy")))
+        # The tasks' Kafka clients, built from the overrides now rather than at task start.
+        for key, message in connector_client_errors(self.worker_config, config,
+                                                    connector_type).items():
+            errors.setdefault(key, message)
         for key in CONVERTER_KEYS:
             if config.get(key):
                 try:

@@ -11,27 +11,50 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from worker.config.client_props import ClientProps, translate
 from worker.config.worker_config import WorkerConfig
 from worker.util.kafka_types import ClientConfig
 from worker.util.props import strip_prefix
 
-# Keys of Java clients that librdkafka does not know; dropped so a worker.properties
-# written for Kafka starts unchanged.
-_JAVA_ONLY = frozenset({
-    "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
-    "buffer.memory", "max.block.ms", "interceptor.classes", "partitioner.class",
-    "max.poll.records", "default.api.timeout.ms", "exclude.internal.topics",
-    "client.dns.lookup", "metric.reporters", "auto.include.jmx.reporter",
-    "delivery.timeout.ms.config",
-})
+log = logging.getLogger(__name__)
+_warned: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def client_props(java_props: Mapping[str, str], role: str, whose: str) -> ClientProps:
+    """``java_props`` (Kafka's Java client names) translated for librdkafka
+    (``worker.config.client_props``); keys with no meaning for librdkafka are named in one
+    warning per role and set of keys."""
+    props = translate(java_props, role)
+    if props.dropped and (role, props.dropped) not in _warned:
+        _warned.add((role, props.dropped))
+        log.warning("Ignoring %s for %s %s clients: Kafka Java client settings with no "
+                    "meaning for this worker's Kafka client", ", ".join(props.dropped),
+                    whose, role)
+    return props
+
+
+def task_client_props(worker: WorkerConfig, connector_config: Mapping[str, str], role: str
+                      ) -> ClientProps:
+    """A connector's ``role`` client settings: the worker's ``{role}.`` keys, then the
+    connector's ``{role}.override.`` keys, translated together."""
+    java = worker_client_keys(worker, role)
+    java.update(strip_prefix(connector_config, f"{role}.override."))
+    return client_props(java, role, "connector")
+
+
+def worker_client_keys(worker: WorkerConfig, role: str) -> dict[str, str]:
+    """The worker's ``{role}.`` keys, without the REST server's own keys that share the
+    admin prefix: ``admin.listeners`` and ``admin.listeners.https.*`` (Kafka's admin REST
+    listeners) are no client settings."""
+    keys = worker.prefixed(f"{role}.")
+    if role == "admin":
+        keys = {k: v for k, v in keys.items()
+                if k != "listeners" and not k.startswith("listeners.")}
+    return keys
 
 
 # librdkafka's delivery.timeout.ms maximum, Kafka Connect's Integer.MAX_VALUE (0 = none too).
 NO_DELIVERY_TIMEOUT_MS = 2_147_483_647
-
-
-def _clean(props: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in props.items() if k not in _JAVA_ONLY}
 
 
 # librdkafka's range of statistics.interval.ms is 0 (off) .. 24 h; the worker's default for
@@ -65,12 +88,14 @@ def producer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         # Kafka Connect's value: retriable errors are retried without a deadline, so a
         # record never times out of the producer while the task runs.
         "delivery.timeout.ms": str(NO_DELIVERY_TIMEOUT_MS),
+        # Kafka's producers hash keys with murmur2: keyed records land on the partitions
+        # Java clients would choose (librdkafka's own default hashes with CRC32).
+        "partitioner": "murmur2_random",
         "client.id": client_id,
     }
     if statistics:
         conf["statistics.interval.ms"] = str(statistics_interval_ms(worker))
-    conf.update(_clean(worker.prefixed("producer.")))
-    conf.update(_clean(strip_prefix(connector_config, "producer.override.")))
+    conf.update(task_client_props(worker, connector_config, "producer").config)
     if _true(conf.get("enable.idempotence")) and "enable.gapless.guarantee" not in conf:
         # A batch that fails for good while later ones of its partition are written would
         # leave a gap; with this, librdkafka fails the producer instead (a fatal error that
@@ -125,26 +150,22 @@ def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
     }
     if statistics:
         conf["statistics.interval.ms"] = str(statistics_interval_ms(worker))
-    conf.update(_clean(worker.prefixed("consumer.")))
-    conf.update(_clean(strip_prefix(connector_config, "consumer.override.")))
+    conf.update(task_client_props(worker, connector_config, "consumer").config)
     conf["enable.auto.commit"] = "false"  # the runtime commits after flush, never librdkafka
     return conf
 
 
-def admin_passthrough(worker: WorkerConfig) -> dict[str, str]:
-    """The worker's ``admin.*`` client settings, without the REST server's own keys that
-    share the prefix: ``admin.listeners`` and ``admin.listeners.https.*`` (Kafka's admin
-    REST listeners) are no client settings."""
-    return {k: v for k, v in _clean(worker.prefixed("admin.")).items()
-            if k != "listeners" and not k.startswith("listeners.")}
+def max_poll_records(worker: WorkerConfig, connector_config: Mapping[str, str]) -> int | None:
+    """Kafka's ``max.poll.records`` of a sink task's consumer (worker ``consumer.`` key or
+    connector override), which bounds the batches the runtime hands to ``put()``; None if
+    unset."""
+    return task_client_props(worker, connector_config, "consumer").max_poll_records
 
 
 def admin_config(worker: WorkerConfig, connector_config: Mapping[str, str] | None = None
                  ) -> ClientConfig:
     conf: ClientConfig = {"bootstrap.servers": worker.bootstrap_servers}
-    conf.update(admin_passthrough(worker))
-    if connector_config:
-        conf.update(_clean(strip_prefix(connector_config, "admin.override.")))
+    conf.update(task_client_props(worker, connector_config or {}, "admin").config)
     return conf
 
 

@@ -40,6 +40,8 @@ from worker.util.kafka_types import ConsumedMessage
 
 log = logging.getLogger(__name__)
 
+#: Records per consume() and put() unless the consumer's max.poll.records says otherwise
+#: (Kafka's default there is 500; larger batches cost less per record here).
 MAX_BATCH = 2000
 POLL_TIMEOUT_S = 0.2
 
@@ -94,10 +96,12 @@ class WorkerSinkTask(WorkerTask):
                  error_config: ErrorHandlingConfig | None = None,
                  dlq: DeadLetterQueueReporter | None = None,
                  on_topic: Callable[[str], None] | None = None,
-                 metrics: TaskMetrics | None = None) -> None:
+                 metrics: TaskMetrics | None = None,
+                 max_poll_records: int | None = None) -> None:
         super().__init__(task_id, task, task_config, target_state, status, on_topic, metrics)
         self.sink_task: SinkTask = task
         self._consumer_config = consumer_config
+        self._max_batch = max_poll_records or MAX_BATCH
         self._subscription = [subscription_pattern(topics_regex)] if topics_regex \
             else list(topics)
         self._key_converter = key_converter
@@ -186,7 +190,7 @@ class WorkerSinkTask(WorkerTask):
         while not self.stopping.is_set():
             self._apply_target_state(consumer)
             self._apply_rewinds(consumer)
-            messages = consumer.consume(MAX_BATCH, POLL_TIMEOUT_S)
+            messages = consumer.consume(self._max_batch, POLL_TIMEOUT_S)
             if messages:
                 self.metrics.record_read(len(messages))
                 records, positions, poison = self._convert(

@@ -228,7 +228,8 @@ class Worker:
                 key_converter=key_converter, value_converter=value_converter, chain=chain,
                 offset_flush_interval_ms=flush_ms, error_config=errors,
                 dlq=self._dead_letter_queue(task_id, connector_config, errors, metrics),
-                on_topic=on_topic, metrics=metrics)
+                on_topic=on_topic, metrics=metrics,
+                max_poll_records=kafka_clients.max_poll_records(self.config, connector_config))
         raise TypeError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
     def _dead_letter_queue(self, task_id: TaskId, connector_config: Mapping[str, str],

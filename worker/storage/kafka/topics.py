@@ -24,6 +24,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
+from worker.config.client_props import translate
 from worker.config.worker_config import DistributedConfig, WorkerConfig
 from worker.errors import ConfigError, StorageError
 from worker.storage.kafka.log import KafkaBasedLog, LogRecord
@@ -41,37 +42,33 @@ _ROLES = ("producer", "consumer", "admin")
 # Top-level worker keys that configure the connection to Kafka for every client.
 _SECURITY_PREFIXES = ("security.", "ssl.", "sasl.")
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
-# Java client keys librdkafka rejects; a worker.properties written for Kafka must start.
-_JAVA_ONLY = frozenset({
-    "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
-    "partitioner.class", "interceptor.classes", "buffer.memory", "max.block.ms",
-    "max.poll.records", "default.api.timeout.ms", "client.dns.lookup", "metric.reporters",
-    "sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.password",
-    "ssl.truststore.type", "ssl.keystore.type", "ssl.protocol", "ssl.enabled.protocols",
-})
+_warned: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def internal_client_config(config: WorkerConfig, role: str, purpose: str) -> dict[str, Any]:
     """Client settings of an internal-topic ``role`` (producer, consumer or admin).
 
     ``bootstrap.servers``, the worker's top-level ``security.*``/``ssl.*``/``sasl.*`` keys,
-    then its ``{role}.`` keys; ``client.id`` is ``{client.id or 'connect'}-{purpose}-{role}``.
+    then its ``{role}.`` keys, translated together from Kafka's Java names
+    (``worker.config.client_props``); ``client.id`` is
+    ``{client.id or 'connect'}-{purpose}-{role}``.
     """
     if role not in _ROLES:
         raise ValueError(f"role must be one of {_ROLES}, not {role!r}")
-    conf: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers}
     # Top-level ssl.* keys configure the Kafka clients only when they talk TLS to Kafka (as
     # in Java); otherwise they are the REST listener's fallback TLS settings
     # (docs/tls.md), which librdkafka would refuse.
     tls_to_kafka = config.originals.get("security.protocol", "").upper() in _TLS_PROTOCOLS
-    conf.update({k: v for k, v in config.originals.items() if k.startswith(_SECURITY_PREFIXES)
-                 and (tls_to_kafka or not k.startswith("ssl."))})
-    conf.update({k: v for k, v in config.prefixed(f"{role}.").items()
+    java = {k: v for k, v in config.originals.items() if k.startswith(_SECURITY_PREFIXES)
+            and (tls_to_kafka or not k.startswith("ssl."))}
+    java.update({k: v for k, v in config.prefixed(f"{role}.").items()
                  if not _is_rest_listener_key(role, k)})
-    for key in sorted(_JAVA_ONLY & conf.keys()):
-        log.warning("Ignoring %s for the %s %s: librdkafka has no such setting", key, purpose,
-                    role)
-        del conf[key]
+    props = translate(java, role)
+    if props.dropped and (role, props.dropped) not in _warned:
+        _warned.add((role, props.dropped))
+        log.warning("Ignoring %s for the %s %s: Kafka Java client settings with no meaning "
+                    "for this worker's Kafka client", ", ".join(props.dropped), purpose, role)
+    conf: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers, **props.config}
     conf["client.id"] = f"{config.get('client.id') or 'connect'}-{purpose}-{role}"
     return conf
 

@@ -135,14 +135,23 @@ class TestUnusedKeys:
     def test_values_are_never_logged(self, caplog: pytest.LogCaptureFixture) -> None:
         caplog.set_level(logging.DEBUG)
 
+        jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="connect" password="{SECRET}";')
         WorkerConfig({"sasl.jaas.config.typo": SECRET, "unused.secret": SECRET,
-                      "consumer.sasl.jaas.config": SECRET})
+                      "consumer.sasl.jaas.config": jaas})
 
         assert caplog.records, "unused keys should have been logged"
         assert SECRET not in caplog.text
         for record in caplog.records:
             assert SECRET not in record.getMessage()
             assert all(SECRET not in str(arg) for arg in (record.args or ()))
+
+    def test_a_client_key_that_cannot_be_honoured_fails_without_its_value(self) -> None:
+        with pytest.raises(ConfigError) as info:
+            WorkerConfig({"producer.sasl.jaas.config": f"NoSuchLoginModule required "
+                                                       f'password="{SECRET}";'})
+        assert info.value.key == "producer.sasl.jaas.config"
+        assert "NoSuchLoginModule" in str(info.value) and SECRET not in str(info.value)
 
     def test_passthrough_prefixes_are_not_reported(self, caplog: pytest.LogCaptureFixture
                                                    ) -> None:
