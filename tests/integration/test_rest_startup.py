@@ -83,6 +83,10 @@ def test_kafka_connect_standalone_properties_start_the_worker(
     ("task.shutdown.graceful.timeout.ms", "-1"),
     ("plugin.discovery", "sometimes"),
     ("value.converter", "com.example.NoSuchConverter"),
+    # Kafka's client keys: one that cannot be translated, one librdkafka refuses.
+    ("consumer.partition.assignment.strategy",
+     "org.apache.kafka.clients.consumer.StickyAssignor"),
+    ("producer.compression.type", "brotli"),
 ])
 def test_bad_worker_property_exits_non_zero_naming_the_key(
         standalone_worker: Callable[..., Any], key: str, value: str) -> None:

@@ -189,6 +189,40 @@ def test_extract_field_with_struct() -> None:
             sink("v", key=Struct(PERSON, {"id": 1}), key_schema=PERSON))
 
 
+def test_extract_field_nested_paths_with_field_syntax_v2() -> None:
+    """Kafka's KIP-821 examples: V2 reads a dotted path; V1 reads the name as it is."""
+    record = sink({"magic": {"foo": 42}, "magic.foo": "top"})
+    assert configured(ExtractFieldValue, field="magic.foo").apply(record).value == "top"
+    v2 = configured(ExtractFieldValue, **{"field": "magic.foo", "field.syntax.version": "V2"})
+    assert v2.apply(record).value == 42
+    assert v2.apply(sink({"magic": 5})).value is None  # a step into a non-map: no value
+    quoted = configured(ExtractFieldValue,
+                        **{"field": "`magic.foo`", "field.syntax.version": "v2"})
+    assert quoted.apply(record).value == "top"
+
+    inner = Schema(SchemaType.STRUCT, fields=(Field("foo", 0, INT32_SCHEMA),))
+    outer = Schema(SchemaType.STRUCT, fields=(Field("magic", 0, inner),))
+    value = Struct(outer, {"magic": Struct(inner, {"foo": 42})})
+    result = v2.apply(sink(value, outer))
+    assert (result.value, result.value_schema) == (42, INT32_SCHEMA)
+    with pytest.raises(DataException, match="Unknown field: magic.bar"):
+        configured(ExtractFieldValue, **{"field": "magic.bar", "field.syntax.version": "V2"}
+                   ).apply(sink(value, outer))
+    with pytest.raises(ConfigException) as info:
+        configured(ExtractFieldValue, **{"field": "a", "field.syntax.version": "V3"})
+    assert info.value.name == "field.syntax.version"
+
+
+def test_extract_field_replaces_null_with_the_default_unless_asked_not_to() -> None:
+    with_default = Schema(SchemaType.INT32, optional=True, default=5)
+    schema = Schema(SchemaType.STRUCT, fields=(Field("n", 0, with_default),))
+    record = sink(Struct(schema, {"n": None}), schema)
+    assert configured(ExtractFieldValue, field="n").apply(record).value == 5
+    keep_null = configured(ExtractFieldValue,
+                           **{"field": "n", "replace.null.with.default": "false"})
+    assert keep_null.apply(record).value is None
+
+
 def test_hoist_field() -> None:
     assert configured(HoistFieldValue, field="line").apply(sink("x")).value == {"line": "x"}
     result = configured(HoistFieldKey, field="id").apply(sink("v", key=7, key_schema=INT32_SCHEMA))
