@@ -55,6 +55,7 @@ def test_java_named_client_keys_run_end_to_end(standalone_worker: Any, kafka_adm
                 "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
             "consumer.override.fetch.max.wait.ms": "50"}
     for name, config in (("java-source", source), ("java-sink", sink)):
+        config["name"] = name
         validated = worker.client.put(
             f"/connector-plugins/{config['connector.class']}/config/validate", json=config)
         assert validated.status_code == 200 and validated.json()["error_count"] == 0, \
@@ -89,7 +90,7 @@ def test_client_keys_that_cannot_be_honoured_are_errors_on_their_keys(
         standalone_worker: Any, tmp_path: Path, connector: str, key: str, value: str,
         says: str) -> None:
     worker = standalone_worker()
-    config = {"connector.class": connector, "file": str(tmp_path / "f.txt"),
+    config = {"name": "refused", "connector.class": connector, "file": str(tmp_path / "f.txt"),
               ("topic" if connector == "FileStreamSource" else "topics"): "t", key: value}
     response = worker.client.put(f"/connector-plugins/{connector}/config/validate",
                                  json=config)
@@ -99,5 +100,5 @@ def test_client_keys_that_cannot_be_honoured_are_errors_on_their_keys(
     assert list(errors) == [key], errors
     assert says in errors[key][0] and SECRET not in response.text
     created = worker.client.put("/connectors/refused/config", json=config)
-    assert created.status_code == 400 and key in created.text and SECRET not in created.text
+    assert created.status_code == 400 and says in created.text and SECRET not in created.text
     assert worker.client.get("/connectors").json() == []

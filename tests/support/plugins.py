@@ -129,6 +129,16 @@ class GenerationConnector(_TestSourceConnector):
         return [{"generation": str(type(self).generations)} for _ in range(max_tasks)]
 
 
+class TooManyTasksConnector(_TestSourceConnector):
+    """Ignores ``max_tasks``: one task config more than asked (KIP-1004's
+    ``tasks.max.enforce`` decides what happens)."""
+
+    TASK = IdleSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{} for _ in range(max_tasks + 1)]
+
+
 class SecondStartHangsTask(IdleSourceTask):
     """``start()`` hangs on its second call in the worker process and returns on the
     others: a task that cannot come back once (e.g. after a stop), then can."""

@@ -29,6 +29,7 @@ from worker.api.exceptions import (
     DataException,
     RetriableException,
 )
+from worker.api.headers import ConnectHeaders, Header, HeaderConverter
 from worker.api.records import ConnectRecord, SinkRecord, SourceRecord
 from worker.api.rest_extension import (
     ConnectClusterState,
@@ -53,7 +54,8 @@ __all__ = [
     "Width", "ConfigData", "ConfigProvider", "Connector", "ConnectorContext",
     "SinkConnector", "SourceConnector", "SourceConnectorContext", "TopicPartition",
     "Converter", "Schema", "SchemaAndValue", "SchemaType", "Struct", "ConfigException",
-    "ConnectException", "DataException", "RetriableException", "ConnectRecord", "SinkRecord",
+    "ConnectException", "DataException", "RetriableException", "ConnectHeaders", "Header",
+    "HeaderConverter", "ConnectRecord", "SinkRecord",
     "SourceRecord", "OffsetStorageReader", "RecordMetadata", "SinkTask", "SinkTaskContext",
     "SourceTask", "SourceTaskContext", "Task", "partition_key", "Predicate", "Transformation",
     "ConnectClusterState", "Principal", "RestExtension", "RestExtensionContext",

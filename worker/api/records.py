@@ -3,6 +3,11 @@
 ``SourceRecord`` is what a SourceTask returns from ``poll()``; ``SinkRecord`` is what a
 SinkTask receives in ``put()``. Both are plain ``__slots__`` classes (not dataclasses) because
 they are created once per record on the hot path.
+
+``record.headers`` is a :class:`~worker.api.headers.ConnectHeaders`. Records accept headers
+as ConnectHeaders, Header objects or ``(key, value)`` pairs. A record created without
+headers holds none until ``headers`` is first read: most records have no headers, and they
+cost nothing extra.
 """
 
 from __future__ import annotations
@@ -12,9 +17,23 @@ from operator import attrgetter
 from typing import Any
 
 from worker.api.data import Schema
+from worker.api.headers import ConnectHeaders, Header
 
-Header = tuple[str, Any]
-"""A header: (key, value). Values are converted by the header converter (bytes pass through)."""
+__all__ = ["ConnectRecord", "Header", "HeadersLike", "SinkRecord", "SourceRecord"]
+
+HeadersLike = ConnectHeaders | Iterable[Header | tuple[str, Any]]
+"""What records accept as headers: ConnectHeaders (kept as is), or Header objects and
+``(key, value)`` pairs (schema None), in order."""
+
+
+def _own_headers(headers: HeadersLike | None) -> ConnectHeaders | None:
+    """The record's headers slot: the given ConnectHeaders itself, other input copied into
+    a new one, None for no headers (materialized on first read)."""
+    if headers is None or isinstance(headers, ConnectHeaders):
+        return headers
+    if not headers:  # (), [] -- the old default
+        return None
+    return ConnectHeaders(headers)
 
 
 _FIELD_ACCESS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
@@ -24,20 +43,23 @@ def _field_access(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any
     """The slot names of a record class (in MRO order) and one getter returning them all."""
     access = _FIELD_ACCESS.get(cls)
     if access is None:
-        names = tuple(name for klass in cls.__mro__
+        slots = tuple(name for klass in cls.__mro__
                       for name in getattr(klass, "__slots__", ()))
         # Every record class has ConnectRecord's eight slots, so attrgetter returns a tuple.
-        access = _FIELD_ACCESS[cls] = (names, attrgetter(*names))
+        # The headers slot is read raw (no ConnectHeaders made for a record without any)
+        # and named as the constructor's argument.
+        names = tuple("headers" if name == "_headers" else name for name in slots)
+        access = _FIELD_ACCESS[cls] = (names, attrgetter(*slots))
     return access
 
 
 class ConnectRecord:
     __slots__ = ("topic", "kafka_partition", "key_schema", "key", "value_schema", "value",
-                 "timestamp", "headers")
+                 "timestamp", "_headers")
 
     def __init__(self, topic: str, kafka_partition: int | None, key_schema: Schema | None,
                  key: Any, value_schema: Schema | None, value: Any,
-                 timestamp: int | None = None, headers: Iterable[Header] | None = None) -> None:
+                 timestamp: int | None = None, headers: HeadersLike | None = None) -> None:
         self.topic = topic
         self.kafka_partition = kafka_partition
         self.key_schema = key_schema
@@ -45,8 +67,23 @@ class ConnectRecord:
         self.value_schema = value_schema
         self.value = value
         self.timestamp = timestamp
-        # A tuple: records are passed between stages, never mutated in place.
-        self.headers: tuple[Header, ...] = tuple(headers) if headers else ()
+        self._headers = None if headers is None else _own_headers(headers)
+
+    @property
+    def headers(self) -> ConnectHeaders:
+        """The record's headers (mutable, as Kafka's: ``record.headers.add_string(...)``)."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = ConnectHeaders()
+        return headers
+
+    @headers.setter
+    def headers(self, headers: HeadersLike | None) -> None:
+        self._headers = None if headers is None else _own_headers(headers)
+
+    def has_headers(self) -> bool:
+        """Whether the record has at least one header (without materializing any)."""
+        return bool(self._headers)
 
     def _fields(self) -> dict[str, Any]:
         # Transformations copy a record per record: the slot names and a C-level getter
@@ -55,13 +92,23 @@ class ConnectRecord:
         return dict(zip(names, getter(self), strict=True))
 
     def new_record(self, **changes: Any) -> ConnectRecord:
-        """A copy with ``changes`` applied (what transformations return)."""
+        """A copy with ``changes`` applied (what transformations return). Unless
+        ``headers`` is among the changes, the copy gets a copy of this record's headers
+        (as in Kafka: changing one record's headers never changes another's)."""
         fields = self._fields()
+        if "headers" not in changes and fields["headers"] is not None:
+            fields["headers"] = fields["headers"].duplicate()
         fields.update(changes)
         return type(self)(**fields)
 
+    def _compared(self) -> dict[str, Any]:
+        fields = self._fields()
+        fields["headers"] = fields["headers"] or None  # no headers == empty headers
+        return fields
+
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._fields() == other._fields()
+        return isinstance(other, ConnectRecord) and type(self) is type(other) \
+            and self._compared() == other._compared()
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self._fields().items())
@@ -82,7 +129,7 @@ class SourceRecord(ConnectRecord):
                  source_offset: Mapping[str, Any] | None, topic: str,
                  kafka_partition: int | None = None, key_schema: Schema | None = None,
                  key: Any = None, value_schema: Schema | None = None, value: Any = None,
-                 timestamp: int | None = None, headers: Iterable[Header] | None = None) -> None:
+                 timestamp: int | None = None, headers: HeadersLike | None = None) -> None:
         # Assigned inline rather than via ConnectRecord.__init__: tasks create one of these
         # per record, so the extra call is measurable.
         self.topic = topic
@@ -92,7 +139,7 @@ class SourceRecord(ConnectRecord):
         self.value_schema = value_schema
         self.value = value
         self.timestamp = timestamp
-        self.headers = tuple(headers) if headers else ()
+        self._headers = None if headers is None else _own_headers(headers)
         self.source_partition = source_partition
         self.source_offset = source_offset
 
@@ -106,7 +153,7 @@ class SinkRecord(ConnectRecord):
     def __init__(self, topic: str, kafka_partition: int | None, key_schema: Schema | None,
                  key: Any, value_schema: Schema | None, value: Any, kafka_offset: int,
                  timestamp: int | None = None, timestamp_type: str = "CreateTime",
-                 headers: Iterable[Header] | None = None, original_topic: str | None = None,
+                 headers: HeadersLike | None = None, original_topic: str | None = None,
                  original_kafka_partition: int | None = None,
                  original_kafka_offset: int | None = None) -> None:
         self.topic = topic  # inline, not ConnectRecord.__init__: one per consumed record
@@ -116,7 +163,7 @@ class SinkRecord(ConnectRecord):
         self.value_schema = value_schema
         self.value = value
         self.timestamp = timestamp
-        self.headers = tuple(headers) if headers else ()
+        self._headers = None if headers is None else _own_headers(headers)
         self.kafka_offset = kafka_offset
         self.timestamp_type = timestamp_type
         # Transformations may rename the topic; offsets are committed for the original.

@@ -102,7 +102,12 @@ COMMON = (
             "Default converter for record values; connectors may override it.")
     .define("header.converter", Type.CLASS,
             "org.apache.kafka.connect.storage.SimpleHeaderConverter", Importance.LOW,
-            "Default header converter (headers are passed as bytes/strings for now).")
+            "HeaderConverter class used to convert between Kafka Connect format and the "
+            "serialized form that is written to Kafka. This controls the format of the header "
+            "values in messages written to or read from Kafka, and since this is independent "
+            "of connectors it allows any connector to work with any serialization format. "
+            "By default, the SimpleHeaderConverter is used to serialize header values to "
+            "strings and deserialize them by inferring the schemas.")
     .define("listeners", Type.LIST, "http://:8083", Importance.LOW,
             "REST listeners, e.g. http://127.0.0.1:8083 (an empty host = all interfaces).")
     .define("rest.advertised.host.name", Type.STRING, None, Importance.LOW,
@@ -140,6 +145,11 @@ COMMON = (
             "Record the topics each connector uses (KIP-558).")
     .define("topic.tracking.allow.reset", Type.BOOLEAN, True, Importance.LOW,
             "Allow PUT /connectors/{c}/topics/reset.")
+    .define("topic.creation.enable", Type.BOOLEAN, True, Importance.LOW,
+            "Whether to allow automatic creation of topics used by source connectors, when "
+            "source connectors are configured with `topic.creation.` properties. Each task "
+            "will use an admin client to create its topics and will not depend on the Kafka "
+            "brokers to create topics automatically.")
     .define("connector.client.config.override.policy", Type.STRING, "All", Importance.MEDIUM,
             "Which producer./consumer./admin.override.* connector keys are allowed.",
             validator=one_of("None", "Principal", "All", case_sensitive=True))

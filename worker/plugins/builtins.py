@@ -51,6 +51,10 @@ BUILTINS: tuple[BuiltinPlugin, ...] = (
                       "worker.connectors.converters:StringConverter"),
     *_both_converters("org.apache.kafka.connect.converters.ByteArrayConverter",
                       "worker.connectors.converters:ByteArrayConverter"),
+    # A header converter only (Kafka's is no Converter either): the default header.converter.
+    BuiltinPlugin("org.apache.kafka.connect.storage.SimpleHeaderConverter",
+                  PluginType.HEADER_CONVERTER,
+                  "worker.connectors.header_converter:SimpleHeaderConverter"),
     *(plugin for name in ("Long", "Integer", "Short", "Float", "Double", "Boolean")
       for plugin in _both_converters(f"org.apache.kafka.connect.converters.{name}Converter",
                                      f"worker.connectors.number_converters:{name}Converter")),
@@ -73,6 +77,9 @@ BUILTINS: tuple[BuiltinPlugin, ...] = (
                   "worker.connectors.transforms_timestamp:TimestampRouter"),
     BuiltinPlugin(f"{_T}.ValueToKey", PluginType.TRANSFORMATION,
                   "worker.connectors.transforms_schema:ValueToKey"),
+    *(BuiltinPlugin(f"{_T}.{name}", PluginType.TRANSFORMATION,
+                    f"worker.connectors.transforms_headers:{name.replace('$', '')}")
+      for name in ("DropHeaders", "HeaderFrom$Key", "HeaderFrom$Value", "InsertHeader")),
     *(BuiltinPlugin(f"{_T}.predicates.{name}", PluginType.PREDICATE,
                     f"worker.connectors.predicates:{name}")
       for name in ("TopicNameMatches", "HasHeaderKey", "RecordIsTombstone")),

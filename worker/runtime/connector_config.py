@@ -25,6 +25,7 @@ from worker.api.config_def import (
 )
 from worker.errors import PluginNotFoundError
 from worker.plugins.registry import PluginRegistry, PluginType
+from worker.runtime import topic_creation
 
 COMMON_GROUP = "Common"
 TRANSFORMS_GROUP = "Transforms"
@@ -32,6 +33,7 @@ PREDICATES_GROUP = "Predicates"
 ERROR_GROUP = "Error Handling"
 DLQ_TOPIC_NAME = "errors.deadletterqueue.topic.name"
 
+TASKS_MAX_ENFORCE = "tasks.max.enforce"
 OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
 # Kafka's PrincipalConnectorClientConfigOverridePolicy allows exactly these.
 PRINCIPAL_OVERRIDES = frozenset({"sasl.jaas.config", "sasl.mechanism", "security.protocol"})
@@ -49,15 +51,24 @@ COMMON = (
     .define("tasks.max", Type.INT, 1, Importance.HIGH,
             "Maximum number of tasks to use for this connector.", validator=at_least(1),
             group=COMMON_GROUP, order_in_group=3, display_name="Tasks max")
+    .define(TASKS_MAX_ENFORCE, Type.BOOLEAN, True, Importance.LOW,
+            "(Deprecated) Whether to enforce that the tasks.max property is respected by the "
+            "connector. By default, connectors that generate too many tasks will fail, and "
+            "existing sets of tasks that exceed the tasks.max property will also be failed. "
+            "If this property is set to false, then connectors will be allowed to generate "
+            "more than the maximum number of tasks, and existing sets of tasks that exceed "
+            "the tasks.max property will be allowed to run. This property is deprecated and "
+            "will be removed in an upcoming major release.",
+            group=COMMON_GROUP, order_in_group=4, display_name="Enforce tasks max")
     .define("key.converter", Type.CLASS, None, Importance.LOW,
             "Converter for record keys; overrides the worker's.",
-            group=COMMON_GROUP, order_in_group=4, display_name="Key converter class")
+            group=COMMON_GROUP, order_in_group=5, display_name="Key converter class")
     .define("value.converter", Type.CLASS, None, Importance.LOW,
             "Converter for record values; overrides the worker's.",
-            group=COMMON_GROUP, order_in_group=5, display_name="Value converter class")
+            group=COMMON_GROUP, order_in_group=6, display_name="Value converter class")
     .define("header.converter", Type.CLASS, None, Importance.LOW,
             "Converter for record headers; overrides the worker's.",
-            group=COMMON_GROUP, order_in_group=6, display_name="Header converter class")
+            group=COMMON_GROUP, order_in_group=7, display_name="Header converter class")
     .define("transforms", Type.LIST, "", Importance.LOW,
             "Aliases for the transformations to apply to records, in order.",
             group=TRANSFORMS_GROUP, order_in_group=1, display_name="Transforms")
@@ -99,6 +110,27 @@ COMMON = (
             "files.",
             group=ERROR_GROUP, order_in_group=5, width=Width.SHORT,
             display_name="Log Error Details")
+    # Our extension: automatic restart of FAILED connectors and tasks
+    # (worker.herder.auto_restart; docs/configuration.md). In the Common group, after
+    # Kafka's keys: Kafka's groups stay as they are.
+    .define("auto.restart.enable", Type.BOOLEAN, False, Importance.LOW,
+            "If true, this worker restarts the connector and its tasks by itself when they "
+            "are FAILED, with exponential backoff (our extension).",
+            group=COMMON_GROUP, order_in_group=7, display_name="Automatic restart")
+    .define("auto.restart.max.attempts", Type.INT, -1, Importance.LOW,
+            "How many automatic restarts a FAILED connector or task gets before it stays "
+            "FAILED; -1: unlimited, 0: none. The count starts again once it ran for 5 "
+            "minutes without failing, after a manual restart and after a config update.",
+            validator=at_least(-1), group=COMMON_GROUP, order_in_group=8,
+            display_name="Automatic restart attempts")
+    .define("auto.restart.backoff.ms", Type.LONG, 1000, Importance.LOW,
+            "The wait before the first automatic restart, in milliseconds; it doubles with "
+            "each further attempt.", validator=at_least(1), group=COMMON_GROUP,
+            order_in_group=9, display_name="Automatic restart backoff")
+    .define("auto.restart.backoff.max.ms", Type.LONG, 300000, Importance.LOW,
+            "The longest wait between automatic restarts, in milliseconds.",
+            validator=at_least(1), group=COMMON_GROUP, order_in_group=10,
+            display_name="Automatic restart maximum backoff")
 )
 
 SINK = COMMON.merge(
@@ -135,8 +167,9 @@ SINK = COMMON.merge(
 EXACTLY_ONCE_GROUP = "Exactly Once Support"
 #: Kafka's SourceConnectorConfig keys of exactly-once delivery (KIP-618) and per-connector
 #: offsets topics: defined so validation shows them, refused (``extra_errors``) where a
-#: value asks for what this worker does not do, rather than accepted and ignored.
-SOURCE = COMMON.merge(
+#: value asks for what this worker does not do, rather than accepted and ignored. Before
+#: them, as in Kafka, the "Topic Creation" keys (KIP-158, ``topic_creation``).
+SOURCE = COMMON.merge(topic_creation.SOURCE_KEYS).merge(
     ConfigDef()
     .define("exactly.once.support", Type.STRING, "requested", Importance.MEDIUM,
             "Permitted values are requested, required. If set to \"required\", forces a "
@@ -188,10 +221,13 @@ def enrich(definition: ConfigDef, config: Mapping[str, str], registry: PluginReg
     """Add ``transforms.<a>.*`` and ``predicates.<a>.*`` keys for the aliases in ``config``.
 
     Returns the enriched definition and errors (key → message) for aliases whose ``type``
-    is missing or unknown (their own keys cannot be described then).
+    is missing or unknown (their own keys cannot be described then). A source definition
+    also gets the keys of the topic creation groups listed in ``config``.
     """
     errors: dict[str, str] = {}
     enriched = definition
+    if topic_creation.GROUPS in definition.keys:
+        enriched = enriched.merge(topic_creation.group_keys(config))
     for prefix, kind, group in (("transforms", PluginType.TRANSFORMATION, TRANSFORMS_GROUP),
                                 ("predicates", PluginType.PREDICATE, PREDICATES_GROUP)):
         for alias in aliases(config, prefix):
@@ -276,6 +312,7 @@ def extra_errors(config: Mapping[str, str], connector_type: str, override_policy
                        if k not in errors})
     else:
         errors.update(_exactly_once_errors(config))
+        errors.update(topic_creation.errors(config))
     for alias in aliases(config, "transforms"):
         predicate = config.get(f"transforms.{alias}.predicate")
         if predicate and predicate not in aliases(config, "predicates"):

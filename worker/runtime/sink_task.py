@@ -22,6 +22,7 @@ from worker.api.data import SchemaAndValue
 from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SinkRecord
 from worker.api.task import ErrantRecordReporter, SinkTask, SinkTaskContext
+from worker.connectors.header_converter import decode_headers
 from worker.runtime.chain import TransformationChain
 from worker.runtime.client_metrics import StatsListener
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
@@ -286,10 +287,12 @@ class WorkerSinkTask(WorkerTask):
                 key_schema, key = key_conv(topic, msg.key())
                 value_schema, value = value_conv(topic, msg.value())
                 ts_type, ts = msg.timestamp()
+                raw_headers = msg.headers()  # None when the message has none
                 record: SinkRecord | None = SinkRecord(
                     topic, partition, key_schema, key, value_schema, value, offset,
                     ts if ts_type else None, TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
-                    msg.headers())
+                    decode_headers(raw_headers, self.header_converter, topic)
+                    if raw_headers else None)
                 if chain is not None:
                     record = chain.apply(record)
             except Exception:
@@ -318,14 +321,16 @@ class WorkerSinkTask(WorkerTask):
                 append(record)
         return records, positions, None
 
-    @staticmethod
-    def _build_record(msg: ConsumedMessage, key: SchemaAndValue, value: SchemaAndValue
+    def _build_record(self, msg: ConsumedMessage, key: SchemaAndValue, value: SchemaAndValue
                       ) -> SinkRecord:
         """The SinkRecord of a consumed message, as ``_convert`` builds it (slow path)."""
         ts_type, ts = msg.timestamp()
+        raw_headers = msg.headers()
+        headers = decode_headers(raw_headers, self.header_converter, msg.topic()) \
+            if raw_headers else None
         return SinkRecord(msg.topic(), msg.partition(), key[0], key[1], value[0], value[1],
                           msg.offset(), ts if ts_type else None,
-                          TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"), msg.headers())
+                          TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"), headers)
 
     def _rewind(self, consumer: Consumer, rest: list[ConsumedMessage]) -> None:
         """Seek each partition back to its first message in ``rest`` (not processed)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -30,6 +30,7 @@ from worker.api.converter import Converter
 from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SourceRecord
 from worker.api.task import RecordMetadata, SourceTask, SourceTaskContext
+from worker.connectors.header_converter import encode_headers  # also for sink_errors
 from worker.runtime.chain import TransformationChain
 from worker.runtime.client_metrics import StatsListener
 from worker.runtime.error_handling import (
@@ -43,6 +44,7 @@ from worker.runtime.source_errors import SourceErrorHandler
 from worker.runtime.status import StatusReporter
 from worker.runtime.sticky_partitions import UNASSIGNED, StickyPartitions
 from worker.runtime.task_metrics import TaskMetrics
+from worker.runtime.topic_creation import TopicCreator
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import OffsetBackingStore, TargetState, TaskId
 
@@ -66,16 +68,6 @@ class _Context(SourceTaskContext):
     @property
     def offset_storage_reader(self) -> StoreOffsetReader:
         return self._reader
-
-
-def encode_headers(headers: Iterable[tuple[str, Any]]) -> list[tuple[str, bytes | None]]:
-    out: list[tuple[str, bytes | None]] = []
-    for key, value in headers:
-        if value is None or isinstance(value, bytes):
-            out.append((key, value))
-        else:
-            out.append((key, str(value).encode("utf-8")))
-    return out
 
 
 class _Pending:
@@ -170,9 +162,11 @@ class WorkerSourceTask(WorkerTask):
                  offset_store: OffsetBackingStore, offset_flush_interval_ms: int,
                  offset_flush_timeout_ms: int, error_config: ErrorHandlingConfig | None = None,
                  on_topic: Callable[[str], None] | None = None,
-                 metrics: TaskMetrics | None = None) -> None:
+                 metrics: TaskMetrics | None = None,
+                 topic_creator: TopicCreator | None = None) -> None:
         super().__init__(task_id, task, task_config, target_state, status, on_topic, metrics)
         self.source_task: SourceTask = task
+        self._creator = topic_creator  # KIP-158: creates topics on their first use
         self._producer_config = producer_config
         self._key_converter = key_converter
         self._value_converter = value_converter
@@ -334,6 +328,8 @@ class WorkerSourceTask(WorkerTask):
                 out, key, value = recovered
                 topic = out.topic
             if topic not in seen:
+                if self._creator is not None:  # before the topic's first record is sent
+                    self._creator.ensure(topic)
                 self.record_topic(topic)
             partition = out.kafka_partition
             acked = True  # this record carries a delivery callback
@@ -346,10 +342,12 @@ class WorkerSourceTask(WorkerTask):
                     if partition == -2:
                         partition = sticky_partition[topic] = sticky.choose(topic)
                     acked = partition == UNASSIGNED
-            if plain and out.timestamp is None and not out.headers:
+            # The raw slot: reading .headers would give a headerless record empty headers.
+            if plain and out.timestamp is None and not out._headers:
                 out_run.add(topic, partition, acked, {"value": value, "key": key})
                 continue
-            headers = encode_headers(out.headers) if out.headers else None
+            headers = encode_headers(out._headers, self.header_converter, topic) \
+                if out._headers else None
             if not acked:
                 out_run.hold(topic, partition, value, out.timestamp or 0, headers)
                 continue

@@ -9,15 +9,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from typing import cast
 
 from worker.api.connector import Connector, SinkConnector
 from worker.api.converter import Converter
+from worker.api.exceptions import ConnectException
+from worker.api.headers import HeaderConverter
 from worker.api.task import SinkTask, SourceTask
 from worker.config.providers import restore_placeholders
 from worker.config.worker_config import WorkerConfig
 from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry, PluginType
-from worker.runtime import kafka_clients
+from worker.runtime import kafka_clients, topic_creation
 from worker.runtime.chain import TransformationChain
+from worker.runtime.connector_config import TASKS_MAX_ENFORCE
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
 from worker.runtime.error_handling import ErrorHandlingConfig
 from worker.runtime.offsets import StoreOffsetReader
@@ -39,6 +43,35 @@ from worker.storage.base import (
 from worker.util.props import strip_prefix
 
 log = logging.getLogger(__name__)
+
+
+class TooManyTasksException(ConnectException):
+    """A connector generated more task configs than its ``tasks.max`` (KIP-1004)."""
+
+    def __init__(self, connector: str, tasks: int, max_tasks: int) -> None:
+        super().__init__(
+            f"The connector {connector} has generated {tasks} tasks, which is greater than "
+            f"{max_tasks}, the maximum number of tasks it is configured to create. This "
+            "behaviour should be considered a bug and is disallowed. If necessary, it can be "
+            f"permitted by reconfiguring the connector with '{TASKS_MAX_ENFORCE}' set to "
+            "false; however, this option will be removed in a future release of Kafka "
+            "Connect.")
+
+
+def check_tasks_max(connector: str, tasks: int, max_tasks: int,
+                    config: Mapping[str, str]) -> None:
+    """Kafka's ``tasks.max.enforce``: too many task configs fail the connector (default),
+    or, set to false, run with a warning."""
+    if tasks <= max_tasks:
+        return
+    if str(config.get(TASKS_MAX_ENFORCE, "true")).strip().lower() != "false":
+        raise TooManyTasksException(connector, tasks, max_tasks)
+    log.warning("The connector %s has generated %d tasks, which is greater than %d, the "
+                "maximum number of tasks it is configured to create. This behavior should be "
+                "considered a bug and will be disallowed in future releases of Kafka "
+                "Connect. Please report this to the maintainers of the connector and request "
+                "that they adjust their connector's taskConfigs() method to respect the "
+                "maxTasks parameter.", connector, tasks, max_tasks)
 
 
 class Worker:
@@ -108,6 +141,11 @@ class Worker:
                 configs = raw.result()
                 assert connector is not None
                 task_class = connector.task_class()
+                check_tasks_max(name, len(configs), max_tasks, wc.config)
+            except TooManyTasksException as exc:
+                wc.fail(exc)  # as Kafka: the connector FAILED, its tasks left as they are
+                result.set_exception(exc)
+                return
             except Exception as exc:
                 result.set_exception(exc)
                 return
@@ -115,7 +153,7 @@ class Worker:
             if isinstance(connector, SinkConnector):
                 extra.update({k: wc.config[k] for k in ("topics", "topics.regex")
                               if k in wc.config})
-            result.set_result(restore_placeholders([{**c, **extra} for c in configs[:max_tasks]],
+            result.set_result(restore_placeholders([{**c, **extra} for c in configs],
                                                    wc.config))
 
         wc.task_configs(max_tasks).add_done_callback(decorate)
@@ -141,8 +179,9 @@ class Worker:
         self.status.task(task_id, State.UNASSIGNED)
         try:
             resolve = self.config.transformer.transform
-            worker_task = self._build_task(task_id, resolve(connector_config),
-                                           resolve(task_config), target)
+            resolved = resolve(connector_config)
+            worker_task = self._build_task(task_id, resolved, resolve(task_config), target)
+            worker_task.header_converter = self._header_converter(resolved)
         except Exception as exc:
             log.error("Cannot create task %s", task_id, exc_info=True)
             self.metrics.task_startup(False)
@@ -216,7 +255,12 @@ class Worker:
                 key_converter=key_converter, value_converter=value_converter, chain=chain,
                 offset_store=self.offset_store, offset_flush_interval_ms=flush_ms,
                 offset_flush_timeout_ms=self.config.get("offset.flush.timeout.ms"),
-                error_config=errors, on_topic=on_topic, metrics=metrics)
+                error_config=errors, on_topic=on_topic, metrics=metrics,
+                topic_creator=topic_creation.creator(  # KIP-158, Kafka's admin client id
+                    self.config.get("topic.creation.enable"), connector_config,
+                    lambda: {**kafka_clients.admin_config(self.config, connector_config),
+                             "client.id": f"connector-adminclient-{task_id.connector}-"
+                                          f"{task_id.task}"}))
         if isinstance(task, SinkTask):
             topics = [t.strip() for t in task_config.get("topics", "").split(",") if t.strip()]
             return WorkerSinkTask(
@@ -252,17 +296,25 @@ class Worker:
             flush_timeout_s=self.config.get("offset.flush.timeout.ms") / 1000,
             metrics=metrics.errors)
 
-    def _converter(self, connector_config: Mapping[str, str], key: str, is_key: bool
-                   ) -> Converter:
+    def _converter(self, connector_config: Mapping[str, str], key: str, is_key: bool,
+                   kind: PluginType = PluginType.CONVERTER) -> Converter:
         # A connector-level converter takes its settings from the connector config;
         # otherwise the worker's converter with the worker's settings (as Kafka does).
         if connector_config.get(key):
             name, props = connector_config[key], strip_prefix(connector_config, key + ".")
         else:
             name, props = self.config.get(key), self.config.prefixed(key + ".")
-        converter = self.registry.new_instance(name, PluginType.CONVERTER)
+        converter: Converter = self.registry.new_instance(name, kind)
         converter.configure(props, is_key)
         return converter
+
+    def _header_converter(self, connector_config: Mapping[str, str]) -> HeaderConverter:
+        """The task's ``header.converter`` (the connector's, else the worker's), configured:
+        SimpleHeaderConverter by default, or any plugin with ``from_connect_header`` /
+        ``to_connect_header`` (Kafka's converters double as header converters)."""
+        # Not necessarily a Converter: SimpleHeaderConverter is a header converter only.
+        return cast(HeaderConverter, self._converter(
+            connector_config, "header.converter", False, PluginType.HEADER_CONVERTER))
 
     def _topic_tracker(self, task_id: TaskId) -> Callable[[str], None] | None:
         if not self.config.get("topic.tracking.enable"):

@@ -18,6 +18,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
+from worker.api.headers import HeaderConverter
 from worker.api.task import Task
 from worker.runtime.status import StatusReporter
 from worker.runtime.task_metrics import TaskMetrics
@@ -49,6 +50,9 @@ class WorkerTask(ABC):
         # so the next use records them again).
         self.seen_topics: set[str] = set()
         self._on_topic = on_topic
+        # header.converter (set by the Worker before start): writes a source task's headers
+        # as bytes, reads a sink task's; None means SimpleHeaderConverter's format.
+        self.header_converter: HeaderConverter | None = None
         self._target = target_state
         self._state_changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id.connector}-"
@@ -104,6 +108,11 @@ class WorkerTask(ABC):
                 self.close()
             except Exception:
                 log.exception("Task %s failed while closing", self.id)
+            if self.header_converter is not None:
+                try:
+                    self.header_converter.close()
+                except Exception:
+                    log.exception("Task %s: closing the header converter failed", self.id)
             if not self.failed:
                 self.report_state(State.UNASSIGNED)
 

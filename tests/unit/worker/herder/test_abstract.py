@@ -182,7 +182,7 @@ class TestConfigInfosShape:
 
         # A source connector's own groups (Kafka's SourceConnectorConfig) come last.
         assert infos.groups == ["Common", "Transforms", "Predicates", "Error Handling",
-                                "Exactly Once Support", "offsets.topic"]
+                                "Topic Creation", "Exactly Once Support", "offsets.topic"]
 
     def test_connector_groups_follow_the_framework_groups(self, herder: MinimalHerder
                                                           ) -> None:
@@ -190,7 +190,8 @@ class TestConfigInfosShape:
                                                   "test.DbSource"})
 
         assert infos.groups == ["Common", "Transforms", "Predicates", "Error Handling",
-                                "Exactly Once Support", "offsets.topic", "Database", "Polling"]
+                                "Topic Creation", "Exactly Once Support", "offsets.topic",
+                                "Database", "Polling"]
 
     def test_every_config_has_definition_and_value(self, herder: MinimalHerder) -> None:
         infos = herder.validate_connector_config(file_source(file="/tmp/in.txt"))

@@ -202,8 +202,8 @@ def test_plugins_listing(registry: PluginRegistry) -> None:
     names = [d.class_name for d in registry.plugins()]
     assert names == sorted(names)
     # 3 connectors, 9 converters listed once per type (converter, header_converter),
-    # 22 SMTs and 3 predicates.
-    assert len(registry.plugins()) == 3 + 9 * 2 + 22 + 3
+    # SimpleHeaderConverter (a header converter only), 26 SMTs and 3 predicates.
+    assert len(registry.plugins()) == 3 + 9 * 2 + 1 + 26 + 3
     connectors = registry.plugins({PluginType.SOURCE, PluginType.SINK})
     assert [(d.class_name, d.type) for d in connectors] == [
         ("org.apache.kafka.connect.file.FileStreamSinkConnector", PluginType.SINK),
