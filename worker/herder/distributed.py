@@ -122,7 +122,7 @@ class DistributedHerder(ThreadedHerder):
         self._shape: dict[str, int] = {}
         self._running = False
         self._reconciler = Reconciler(worker, config_store, status_store,
-                                      submit=self._submit,
+                                      submit=self._submit, schedule=self._timers.schedule,
                                       publish_task_configs=self._publish_task_configs,
                                       owns_connector=self._owns_connector,
                                       owns_task=self._owns_task)

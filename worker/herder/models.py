@@ -37,10 +37,25 @@ class TaskInfo:
 
 
 @dataclass(frozen=True)
+class AutoRestartState:
+    """Our extension of a status: the automatic restarts of a connector or task
+    (``auto.restart.*``). ``max_attempts`` -1: unlimited; ``next_attempt_ms``: when the next
+    is due (epoch milliseconds; None: none scheduled); ``exhausted``: FAILED with no
+    attempt left."""
+
+    attempts: int
+    max_attempts: int
+    next_attempt_ms: int | None = None
+    exhausted: bool = False
+
+
+@dataclass(frozen=True)
 class AbstractState:
     state: str
     worker_id: str
     trace: str | None = None
+    #: Only where the connector has automatic restart on and this worker runs the part.
+    auto_restart: AutoRestartState | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ class StandaloneHerder(ThreadedHerder):
                          kafka_cluster_id, loggers)
         self.url = url or f"http://{worker.worker_id}"
         self._reconciler = Reconciler(worker, config_store, status_store,
-                                      submit=self._submit,
+                                      submit=self._submit, schedule=self._timers.schedule,
                                       publish_task_configs=config_store.put_task_configs)
         self._running = False
 

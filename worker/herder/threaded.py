@@ -31,6 +31,12 @@ from worker.config.worker_config import WorkerConfig
 from worker.errors import AlreadyExistsError, ConflictError, ConnectError, NotFoundError
 from worker.herder import offsets as offsets_api
 from worker.herder.abstract import AbstractHerder, not_found
+from worker.herder.auto_restart import (
+    AutoRestartConfig,
+    Timers,
+    task_with_auto_restart,
+    with_auto_restart,
+)
 from worker.herder.models import (
     ClusterInfo,
     ClusterMemberInfo,
@@ -42,6 +48,7 @@ from worker.herder.models import (
     Created,
     Message,
     ServerInfo,
+    TaskState,
     WorkerConfigValidation,
     WorkerInfo,
 )
@@ -87,6 +94,9 @@ class ThreadedHerder(AbstractHerder):
         self.offset_store = offset_store
         self.kafka_cluster_id = kafka_cluster_id
         self._requests: queue.Queue[_Request] = queue.Queue()
+        #: Work due later on the herder thread (retries, automatic restarts): run between
+        #: requests by ``_run_requests``.
+        self._timers = Timers()
         self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)
         #: Opens a sink connector's consumer-group offsets (replaceable in tests).
         self.sink_offsets_factory: Callable[[WorkerConfig, str, Mapping[str, str]],
@@ -101,6 +111,23 @@ class ThreadedHerder(AbstractHerder):
 
     def server_info(self) -> ServerInfo:
         return ServerInfo(__version__, "unknown", self.kafka_cluster_id)
+
+    # --- statuses with our auto_restart extension (read without the herder thread) ---------
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        status = super().connector_status(name)
+        return with_auto_restart(status, self._reconciler.auto_restart,
+                                 self._auto_restart_settings(name), self.worker.worker_id)
+
+    def task_status(self, task: TaskId) -> TaskState:
+        status = super().task_status(task)
+        return task_with_auto_restart(status, task.connector, self._reconciler.auto_restart,
+                                      self._auto_restart_settings(task.connector),
+                                      self.worker.worker_id)
+
+    def _auto_restart_settings(self, name: str) -> AutoRestartConfig:
+        config = self.config_store.snapshot().connector_configs.get(name)
+        return AutoRestartConfig.parse(config) if config is not None else AutoRestartConfig()
 
     # --- how a write is carried out: the subclass's part ------------------------------------
 
@@ -225,6 +252,7 @@ class ThreadedHerder(AbstractHerder):
         if task is not None and not 0 <= task.task < len(snapshot.tasks(name)):
             raise NotFoundError(f"Task {name}-{task.task} not found")
         self._check_assigned(name, task)
+        self._reconciler.auto_restart.reset(task if task is not None else name)
         if task is not None:
             self._reconciler.restart_tasks.add(task)
         else:
@@ -239,10 +267,12 @@ class ThreadedHerder(AbstractHerder):
         """
         if connector and _restarts(self.status_store.get_connector(name), only_failed):
             self._reconciler.restart_connectors.add(name)
+            self._reconciler.auto_restart.reset(name)
             self.worker.status.connector(name, State.RESTARTING)
         for task, status in tasks.items():
             if _restarts(status, only_failed):
                 self._reconciler.restart_tasks.add(task)
+                self._reconciler.auto_restart.reset(task)
                 self.worker.status.task(task, State.RESTARTING)
 
     # --- KIP-875 offsets -------------------------------------------------------------------
@@ -429,8 +459,12 @@ class ThreadedHerder(AbstractHerder):
         self._requests.put((fn, future))
 
     def _run_requests(self, timeout_s: float | None) -> bool:
-        """Run queued requests: block for the first up to ``timeout_s`` (None: forever),
-        then drain what is queued. False once the stop sentinel was taken."""
+        """Run due timers, then queued requests: block for the first up to ``timeout_s``
+        (None: forever) or until the next timer is due, then drain what is queued. False
+        once the stop sentinel was taken."""
+        next_timer_s = self._timers.run_due()
+        if next_timer_s is not None:
+            timeout_s = next_timer_s if timeout_s is None else min(timeout_s, next_timer_s)
         try:
             item = self._requests.get(timeout=timeout_s)
         except queue.Empty:

@@ -192,9 +192,9 @@ class WorkerConnector:
             configs = self.connector.task_configs(max_tasks)
             future.set_result([{str(k): str(v) for k, v in c.items()} for c in configs])
         except Exception as exc:
+            # As in Kafka, the connector keeps running: the herder logs the failure and asks
+            # again with backoff (a transient error, e.g. an unreachable source, heals).
             future.set_exception(exc)
-            self._stop_connector()
-            self._set_failed(exc)
 
     def _stop_connector(self, force: bool = False) -> None:
         if self.connector is None or not (self._started or force):

@@ -102,12 +102,31 @@ class TaskInfoResponse(ResponseModel):
     config: dict[str, str]
 
 
+class AutoRestartResponse(ResponseModel):
+    """Our extension of a status (``auto.restart.*``): the automatic restarts of this
+    connector or task since its count last started again."""
+
+    attempts: int = Field(description="Automatic restarts made")
+    max_attempts: int = Field(description="auto.restart.max.attempts; -1: unlimited")
+    next_attempt_ms: int | None = Field(
+        description="When the next automatic restart is due, in epoch milliseconds; "
+                    "null when none is scheduled")
+    exhausted: bool = Field(description="FAILED with no automatic restart left")
+
+
+#: Only for a connector with ``auto.restart.enable=true``, on the part this worker runs.
+AutoRestart = Annotated[AutoRestartResponse | SkipJsonSchema[None], Field(
+    exclude_if=omit_none,
+    description="Our extension: automatic restarts; only with auto.restart.enable=true")]
+
+
 class ConnectorStateResponse(ResponseModel):
     """The ``connector`` part of a status."""
 
     state: str
     worker_id: str
     trace: Trace = None
+    auto_restart: AutoRestart = None
 
 
 class TaskStateResponse(ResponseModel):
@@ -117,6 +136,7 @@ class TaskStateResponse(ResponseModel):
     state: str
     worker_id: str
     trace: Trace = None
+    auto_restart: AutoRestart = None
 
 
 class ConnectorStateInfoResponse(ResponseModel):
