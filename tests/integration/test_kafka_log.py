@@ -108,11 +108,15 @@ def test_internal_client_config_uses_security_and_role_keys() -> None:
         "bootstrap.servers": "k1:9092,k2:9092", "group.id": "g", "config.storage.topic": "c",
         "offset.storage.topic": "o", "status.storage.topic": "s", "client.id": "w1",
         "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "ssl.ca.location": "/ca",
-        "sasl.jaas.config": "java only", "producer.linger.ms": "7",
+        "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+                            'required username="connect" password="pw";',
+        "producer.linger.ms": "7", "producer.key.serializer": "org.example.Serializer",
         "consumer.fetch.min.bytes": "2", "admin.request.timeout.ms": "99"})
     producer = internal_client_config(config, "producer", "offsets")
+    # Kafka's Java names translated (worker/config/client_props.py), Java-only keys dropped.
     assert producer == {"bootstrap.servers": "k1:9092,k2:9092", "security.protocol": "SASL_SSL",
                         "sasl.mechanism": "PLAIN", "ssl.ca.location": "/ca",
+                        "sasl.username": "connect", "sasl.password": "pw",
                         "linger.ms": "7", "client.id": "w1-offsets-producer"}
     assert internal_client_config(config, "consumer", "configs")["fetch.min.bytes"] == "2"
     admin = internal_client_config(config, "admin", "statuses")
