@@ -106,6 +106,9 @@ INT64_SCHEMA = Schema(SchemaType.INT64)
 INT32_SCHEMA = Schema(SchemaType.INT32)
 BOOLEAN_SCHEMA = Schema(SchemaType.BOOLEAN)
 FLOAT64_SCHEMA = Schema(SchemaType.FLOAT64)
+INT8_SCHEMA = Schema(SchemaType.INT8)
+INT16_SCHEMA = Schema(SchemaType.INT16)
+FLOAT32_SCHEMA = Schema(SchemaType.FLOAT32)
 
 
 @dataclass

@@ -23,7 +23,23 @@ import decimal
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from worker.api.data import Schema, SchemaAndValue, SchemaType, Struct
+from worker.api.data import (
+    BOOLEAN_SCHEMA,
+    BYTES_SCHEMA,
+    FLOAT32_SCHEMA,
+    FLOAT64_SCHEMA,
+    INT8_SCHEMA,
+    INT16_SCHEMA,
+    INT32_SCHEMA,
+    INT64_SCHEMA,
+    OPTIONAL_BYTES_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    Schema,
+    SchemaAndValue,
+    SchemaType,
+    Struct,
+)
 from worker.api.exceptions import DataException
 
 __all__ = ["ConnectHeaders", "Header", "HeaderConverter", "HeaderTransform"]
@@ -35,17 +51,6 @@ _DATE = "org.apache.kafka.connect.data.Date"
 _TIME = "org.apache.kafka.connect.data.Time"
 _TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 
-_INT8 = Schema(SchemaType.INT8)
-_INT16 = Schema(SchemaType.INT16)
-_INT32 = Schema(SchemaType.INT32)
-_INT64 = Schema(SchemaType.INT64)
-_FLOAT32 = Schema(SchemaType.FLOAT32)
-_FLOAT64 = Schema(SchemaType.FLOAT64)
-_BOOLEAN = Schema(SchemaType.BOOLEAN)
-_STRING = Schema(SchemaType.STRING)
-_OPTIONAL_STRING = Schema(SchemaType.STRING, optional=True)
-_BYTES = Schema(SchemaType.BYTES)
-_OPTIONAL_BYTES = Schema(SchemaType.BYTES, optional=True)
 _DATE_SCHEMA = Schema(SchemaType.INT32, name=_DATE, version=1)
 _TIME_SCHEMA = Schema(SchemaType.INT32, name=_TIME, version=1)
 _TIMESTAMP_SCHEMA = Schema(SchemaType.INT64, name=_TIMESTAMP, version=1)
@@ -180,39 +185,39 @@ class ConnectHeaders:
 
     def add_string(self, key: str, value: str | None) -> ConnectHeaders:
         """A STRING header (None: with an optional STRING schema)."""
-        return self.add(key, value, _STRING if value is not None else _OPTIONAL_STRING)
+        return self.add(key, value, STRING_SCHEMA if value is not None else OPTIONAL_STRING_SCHEMA)
 
     def add_bytes(self, key: str, value: bytes | None) -> ConnectHeaders:
         """A BYTES header (None: with an optional BYTES schema)."""
-        return self.add(key, value, _BYTES if value is not None else _OPTIONAL_BYTES)
+        return self.add(key, value, BYTES_SCHEMA if value is not None else OPTIONAL_BYTES_SCHEMA)
 
     def add_boolean(self, key: str, value: bool) -> ConnectHeaders:
         """A BOOLEAN header."""
-        return self.add(key, value, _BOOLEAN)
+        return self.add(key, value, BOOLEAN_SCHEMA)
 
     def add_byte(self, key: str, value: int) -> ConnectHeaders:
         """An INT8 header (Java's ``byte``)."""
-        return self.add(key, value, _INT8)
+        return self.add(key, value, INT8_SCHEMA)
 
     def add_short(self, key: str, value: int) -> ConnectHeaders:
         """An INT16 header."""
-        return self.add(key, value, _INT16)
+        return self.add(key, value, INT16_SCHEMA)
 
     def add_int(self, key: str, value: int) -> ConnectHeaders:
         """An INT32 header."""
-        return self.add(key, value, _INT32)
+        return self.add(key, value, INT32_SCHEMA)
 
     def add_long(self, key: str, value: int) -> ConnectHeaders:
         """An INT64 header."""
-        return self.add(key, value, _INT64)
+        return self.add(key, value, INT64_SCHEMA)
 
     def add_float(self, key: str, value: float) -> ConnectHeaders:
         """A FLOAT32 header."""
-        return self.add(key, value, _FLOAT32)
+        return self.add(key, value, FLOAT32_SCHEMA)
 
     def add_double(self, key: str, value: float) -> ConnectHeaders:
         """A FLOAT64 header."""
-        return self.add(key, value, _FLOAT64)
+        return self.add(key, value, FLOAT64_SCHEMA)
 
     def add_list(self, key: str, value: list[Any] | None, schema: Schema) -> ConnectHeaders:
         """An ARRAY header (None: a null header without schema)."""

@@ -23,6 +23,16 @@ import re
 from typing import Any
 
 from worker.api import DataException, Schema, SchemaAndValue, SchemaType
+from worker.api.data import (
+    BOOLEAN_SCHEMA,
+    FLOAT32_SCHEMA,
+    FLOAT64_SCHEMA,
+    INT8_SCHEMA,
+    INT16_SCHEMA,
+    INT32_SCHEMA,
+    INT64_SCHEMA,
+    STRING_SCHEMA,
+)
 from worker.connectors.java_numbers import to_float32
 from worker.connectors.json_schema import (
     DATE_NAME,
@@ -36,14 +46,6 @@ from worker.connectors.values_format import TEMPORAL_NAMES, convert_to_string
 
 __all__ = ["convert_to_string", "parse_string"]
 
-INT8_SCHEMA = Schema(SchemaType.INT8)
-INT16_SCHEMA = Schema(SchemaType.INT16)
-INT32_SCHEMA = Schema(SchemaType.INT32)
-INT64_SCHEMA = Schema(SchemaType.INT64)
-FLOAT32_SCHEMA = Schema(SchemaType.FLOAT32)
-FLOAT64_SCHEMA = Schema(SchemaType.FLOAT64)
-BOOLEAN_SCHEMA = Schema(SchemaType.BOOLEAN)
-STRING_SCHEMA = Schema(SchemaType.STRING)
 DATE_SCHEMA = Schema(SchemaType.INT32, name=DATE_NAME, version=1)
 TIME_SCHEMA = Schema(SchemaType.INT32, name=TIME_NAME, version=1)
 TIMESTAMP_SCHEMA = Schema(SchemaType.INT64, name=TIMESTAMP_NAME, version=1)
