@@ -25,12 +25,15 @@ of secret keys never appear in messages.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROLES = ("producer", "consumer", "admin")
+log = logging.getLogger(__name__)
+_warned: set[tuple[str, tuple[str, ...]]] = set()
 
 #: Java name → librdkafka name, per role ("*": every role).
 RENAMED: dict[str, dict[str, str]] = {
@@ -158,6 +161,17 @@ def translate(props: Mapping[str, str], role: str) -> ClientProps:
     for key, (value, java_key) in {**_truststore(props), **_keystore(props)}.items():
         put(key, value, java_key)
     return ClientProps(out, tuple(sorted(dropped)), max_poll, origin)
+
+
+def translate_logged(props: Mapping[str, str], role: str, clients: str) -> ClientProps:
+    """:func:`translate`, naming the dropped keys in one warning per ``clients`` (what the
+    settings are for, e.g. "connector producer clients") and set of keys."""
+    translated = translate(props, role)
+    if translated.dropped and (clients, translated.dropped) not in _warned:
+        _warned.add((clients, translated.dropped))
+        log.warning("Ignoring %s for %s: Kafka Java client settings with no meaning for this "
+                    "worker's Kafka client", ", ".join(translated.dropped), clients)
+    return translated
 
 
 #: Java keys read by the SASL and TLS translations below (not passed on as they are).

@@ -11,26 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from worker.config.client_props import ClientProps, translate
+from worker.config.client_props import ClientProps, translate_logged
 from worker.config.worker_config import WorkerConfig
 from worker.util.kafka_types import ClientConfig
 from worker.util.props import strip_prefix
-
-log = logging.getLogger(__name__)
-_warned: set[tuple[str, tuple[str, ...]]] = set()
-
-
-def client_props(java_props: Mapping[str, str], role: str, whose: str) -> ClientProps:
-    """``java_props`` (Kafka's Java client names) translated for librdkafka
-    (``worker.config.client_props``); keys with no meaning for librdkafka are named in one
-    warning per role and set of keys."""
-    props = translate(java_props, role)
-    if props.dropped and (role, props.dropped) not in _warned:
-        _warned.add((role, props.dropped))
-        log.warning("Ignoring %s for %s %s clients: Kafka Java client settings with no "
-                    "meaning for this worker's Kafka client", ", ".join(props.dropped),
-                    whose, role)
-    return props
 
 
 def task_client_props(worker: WorkerConfig, connector_config: Mapping[str, str], role: str
@@ -39,7 +23,7 @@ def task_client_props(worker: WorkerConfig, connector_config: Mapping[str, str],
     connector's ``{role}.override.`` keys, translated together."""
     java = worker_client_keys(worker, role)
     java.update(strip_prefix(connector_config, f"{role}.override."))
-    return client_props(java, role, "connector")
+    return translate_logged(java, role, f"connector {role} clients")
 
 
 def worker_client_keys(worker: WorkerConfig, role: str) -> dict[str, str]:

@@ -24,7 +24,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from worker.config.client_props import translate
+from worker.config.client_props import translate_logged
 from worker.config.worker_config import DistributedConfig, WorkerConfig
 from worker.errors import ConfigError, StorageError
 from worker.storage.kafka.log import KafkaBasedLog, LogRecord
@@ -42,7 +42,6 @@ _ROLES = ("producer", "consumer", "admin")
 # Top-level worker keys that configure the connection to Kafka for every client.
 _SECURITY_PREFIXES = ("security.", "ssl.", "sasl.")
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
-_warned: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def internal_client_config(config: WorkerConfig, role: str, purpose: str) -> dict[str, Any]:
@@ -63,11 +62,7 @@ def internal_client_config(config: WorkerConfig, role: str, purpose: str) -> dic
             and (tls_to_kafka or not k.startswith("ssl."))}
     java.update({k: v for k, v in config.prefixed(f"{role}.").items()
                  if not _is_rest_listener_key(role, k)})
-    props = translate(java, role)
-    if props.dropped and (role, props.dropped) not in _warned:
-        _warned.add((role, props.dropped))
-        log.warning("Ignoring %s for the %s %s: Kafka Java client settings with no meaning "
-                    "for this worker's Kafka client", ", ".join(props.dropped), purpose, role)
+    props = translate_logged(java, role, f"the {purpose} {role}")
     conf: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers, **props.config}
     conf["client.id"] = f"{config.get('client.id') or 'connect'}-{purpose}-{role}"
     return conf

@@ -66,7 +66,7 @@ def test_good_overrides_and_java_names_pass() -> None:
 
 
 def test_dropped_keys_are_named_in_one_warning(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="worker.runtime.kafka_clients")
+    caplog.set_level(logging.WARNING, logger="worker.config.client_props")
     config = worker(**{"consumer.exclude.internal.topics": "true",
                        "consumer.interceptor.classes": "x.Y"})
     for _ in range(3):
