@@ -183,6 +183,11 @@ CPU_HEAVY_MODULES = frozenset({"test_demo.py", "test_distributed_bounce.py",
                                "test_example_dags.py", "test_airflow_processes.py"})
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Delete this process's Airflow home, used or not (Airflow writes into it at import)."""
+    airflow_env.cleanup()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With pytest-xdist's ``--dist loadgroup``: one scheduling group per test module (its
@@ -443,7 +448,6 @@ def airflow_db() -> Iterator[Path]:
     airflow_env.migrate()
     (AIRFLOW_HOME / "dags").mkdir(exist_ok=True)
     yield AIRFLOW_HOME
-    airflow_env.cleanup()
 
 
 @pytest.fixture

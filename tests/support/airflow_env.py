@@ -18,14 +18,25 @@ from pathlib import Path
 from typing import Any
 
 _HOME_ENV = "CONNECT_PLANE_TEST_AIRFLOW_HOME"
+_OWNER_ENV = "CONNECT_PLANE_TEST_AIRFLOW_OWNER"
+
+
+def _owner() -> str:
+    """The pytest process this is: an xdist worker's id, or the process id."""
+    return os.environ.get("PYTEST_XDIST_WORKER") or f"pid-{os.getpid()}"
 
 
 def configure() -> Path:
-    """Point Airflow at a fresh temporary home (never the developer's ``~/airflow``)."""
-    if existing := os.environ.get(_HOME_ENV):
+    """Point Airflow at a fresh temporary home (never the developer's ``~/airflow``).
+
+    Each pytest process gets its own: xdist workers inherit the controller's environment,
+    and a home they shared would be migrated by both and deleted by whichever finished
+    first, under the other's running tests."""
+    if (existing := os.environ.get(_HOME_ENV)) and os.environ.get(_OWNER_ENV) == _owner():
         return Path(existing)
     home = Path(tempfile.mkdtemp(prefix="connect-plane-airflow-"))
     os.environ[_HOME_ENV] = str(home)
+    os.environ[_OWNER_ENV] = _owner()
     os.environ["AIRFLOW_HOME"] = str(home)
     os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{home}/airflow.db"
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
@@ -51,7 +62,8 @@ def migrate(timeout: float = 300.0) -> None:
 
 
 def cleanup() -> None:
-    if home := os.environ.get(_HOME_ENV):
+    """Delete this process's home (never one another process configured)."""
+    if (home := os.environ.get(_HOME_ENV)) and os.environ.get(_OWNER_ENV) == _owner():
         shutil.rmtree(home, ignore_errors=True)
 
 
