@@ -17,7 +17,11 @@ topics' clients alike:
 * Java assignor and partitioner class names become librdkafka's names;
 * ``max.poll.records`` is kept for the runtime (the sink task's batch size);
 * keys with no meaning for librdkafka (:data:`DROPPED`) are dropped and named in
-  :attr:`ClientProps.dropped`, for the caller's one warning.
+  :attr:`ClientProps.dropped`, for the caller's one warning;
+* with ``known`` (librdkafka's verdict on a name, ``worker.util.librdkafka_keys``), any
+  other key librdkafka has no setting for is dropped too and named in
+  :attr:`ClientProps.unknown`: a Java client warns about a setting it does not know and
+  goes on, where librdkafka would refuse to start.
 
 A value that cannot be honoured raises :class:`ClientPropertyError` naming its key. Values
 of secret keys never appear in messages.
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,23 +108,28 @@ class ClientProps:
     """One client's librdkafka settings (``config``); ``dropped``: the Java keys with no
     meaning for librdkafka; ``max_poll_records``: Kafka's consumer batch bound, kept for
     the runtime; ``origin``: librdkafka key → the Java key it came from (to name the key
-    at fault when librdkafka refuses a value)."""
+    at fault when librdkafka refuses a value); ``unknown``: the Java keys librdkafka has no
+    setting for (dropped)."""
 
     config: dict[str, str]
     dropped: tuple[str, ...] = ()
     max_poll_records: int | None = None
     origin: dict[str, str] = field(default_factory=dict)
+    unknown: tuple[str, ...] = ()
 
 
-def translate(props: Mapping[str, str], role: str) -> ClientProps:
+def translate(props: Mapping[str, str], role: str,
+              known: Callable[[str], bool] | None = None) -> ClientProps:
     """``props`` (Java client property names, prefix removed) as librdkafka settings for a
-    ``role`` client (producer, consumer or admin)."""
+    ``role`` client (producer, consumer or admin). ``known``: whether librdkafka has a
+    setting of a name; keys passed through under a name it has not are dropped."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, not {role!r}")
     props = {k: str(v) for k, v in props.items()}
     out: dict[str, str] = {}
     origin: dict[str, str] = {}
     dropped: list[str] = []
+    unknown: list[str] = []
     max_poll: int | None = None
 
     def put(key: str, value: str, java_key: str) -> None:
@@ -154,23 +163,32 @@ def translate(props: Mapping[str, str], role: str) -> ClientProps:
             put(key, "error" if value.strip().lower() == "none" else value, key)
         elif key == "ssl.endpoint.identification.algorithm":
             put(key, (value.strip() or "none").lower(), key)
+        elif known is not None and not known(renamed.get(key, key)):
+            unknown.append(key)
         else:
             put(renamed.get(key, key), value, key)
     for key, value in _sasl(props).items():
         put(key, value, "sasl.jaas.config")
     for key, (value, java_key) in {**_truststore(props), **_keystore(props)}.items():
         put(key, value, java_key)
-    return ClientProps(out, tuple(sorted(dropped)), max_poll, origin)
+    return ClientProps(out, tuple(sorted(dropped)), max_poll, origin, tuple(sorted(unknown)))
 
 
-def translate_logged(props: Mapping[str, str], role: str, clients: str) -> ClientProps:
-    """:func:`translate`, naming the dropped keys in one warning per ``clients`` (what the
-    settings are for, e.g. "connector producer clients") and set of keys."""
-    translated = translate(props, role)
+def translate_logged(props: Mapping[str, str], role: str, clients: str,
+                     known: Callable[[str], bool] | None = None) -> ClientProps:
+    """:func:`translate`, naming the dropped and unknown keys in one warning each per
+    ``clients`` (what the settings are for, e.g. "connector producer clients") and set of
+    keys."""
+    translated = translate(props, role, known)
     if translated.dropped and (clients, translated.dropped) not in _warned:
         _warned.add((clients, translated.dropped))
         log.warning("Ignoring %s for %s: Kafka Java client settings with no meaning for this "
                     "worker's Kafka client", ", ".join(translated.dropped), clients)
+    if translated.unknown and (clients, translated.unknown) not in _warned:
+        _warned.add((clients, translated.unknown))
+        log.warning("Ignoring %s for %s: not known to this worker's Kafka client "
+                    "(librdkafka); a Java client would ignore an unknown setting too",
+                    ", ".join(translated.unknown), clients)
     return translated
 
 

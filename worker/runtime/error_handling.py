@@ -238,6 +238,10 @@ class RetryWithToleranceOperator:
             if isinstance(reporter, LogReporter):
                 self.metrics.errors_logged += 1
 
+    @property
+    def tolerate_all(self) -> bool:
+        return self._tolerate_all
+
     def within_tolerance_limits(self) -> bool:
         return self._tolerate_all or self.total_failures == 0
 

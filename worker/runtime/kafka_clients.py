@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from worker.config.client_props import ClientProps, translate_logged
 from worker.config.worker_config import WorkerConfig
 from worker.util.kafka_types import ClientConfig
+from worker.util.librdkafka_keys import is_librdkafka_property
 from worker.util.props import strip_prefix
 
 
@@ -23,7 +24,7 @@ def task_client_props(worker: WorkerConfig, connector_config: Mapping[str, str],
     connector's ``{role}.override.`` keys, translated together."""
     java = worker_client_keys(worker, role)
     java.update(strip_prefix(connector_config, f"{role}.override."))
-    return translate_logged(java, role, f"connector {role} clients")
+    return translate_logged(java, role, f"connector {role} clients", is_librdkafka_property)
 
 
 def worker_client_keys(worker: WorkerConfig, role: str) -> dict[str, str]:
@@ -80,11 +81,15 @@ def producer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
     if statistics:
         conf["statistics.interval.ms"] = str(statistics_interval_ms(worker))
     conf.update(task_client_props(worker, connector_config, "producer").config)
-    if _true(conf.get("enable.idempotence")) and "enable.gapless.guarantee" not in conf:
+    tolerate_all = str(connector_config.get("errors.tolerance", "")).strip().lower() == "all"
+    if (_true(conf.get("enable.idempotence")) and "enable.gapless.guarantee" not in conf
+            and not tolerate_all):
         # A batch that fails for good while later ones of its partition are written would
         # leave a gap; with this, librdkafka fails the producer instead (a fatal error that
         # fails the task). librdkafka notes that the flag is experimental each time a
-        # producer starts: CLIENT_LOG drops that notice.
+        # producer starts: CLIENT_LOG drops that notice. Not with errors.tolerance=all:
+        # there a record that fails for good is skipped (KIP-779), so the producer must
+        # live on, and the task takes one delivery report per record.
         conf["enable.gapless.guarantee"] = "true"
     return conf
 

@@ -4,9 +4,10 @@ converting or transforming it raised.
 ``WorkerSinkTask._convert`` runs the converters and the transformation chain directly, with
 no per-record bookkeeping. When a record raises there, ``SinkErrorHandler.recover`` runs
 it again one stage at a time through the ``RetryWithToleranceOperator`` — key converter,
-value converter, then each transformation — so the failing stage is known, retriable
-errors are retried, and the failure is reported (log, dead letter queue) and tolerated or
-not. A record that succeeds on this second run is delivered as usual.
+value converter, header converter, then each transformation (Kafka's order) — so the
+failing stage is known, retriable errors are retried, and the failure is reported (log,
+dead letter queue) and tolerated or not. A record that succeeds on this second run is
+delivered as usual.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import Any
 from worker.api.converter import Converter
 from worker.api.data import SchemaAndValue
 from worker.api.exceptions import ConnectException
+from worker.api.headers import HeaderConverter
 from worker.api.records import SinkRecord
 from worker.api.task import ErrantRecordReporter
+from worker.connectors.header_converter import SimpleHeaderConverter, encode_headers
 from worker.runtime.chain import TransformationChain
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
 from worker.runtime.error_handling import (
@@ -31,7 +34,6 @@ from worker.runtime.error_handling import (
     RetryWithToleranceOperator,
     Stage,
 )
-from worker.runtime.source_task import encode_headers
 from worker.storage.base import TaskId
 from worker.util.kafka_types import ConsumedMessage
 
@@ -61,12 +63,14 @@ _TIMESTAMP_CODES = {name: code for code, name in TIMESTAMP_TYPES.items()}
 
 class ReportedRecord:
     """A SinkRecord a task reported (KIP-610) in the shape of a consumed message: at its
-    original coordinates, key and value serialized again with the connector's converters
-    (the bytes consumed are not kept per record)."""
+    original coordinates, key, value and headers serialized again with the connector's
+    converters (the bytes consumed are not kept per record)."""
 
-    def __init__(self, record: SinkRecord, key: bytes | None, value: bytes | None) -> None:
+    def __init__(self, record: SinkRecord, key: bytes | None, value: bytes | None,
+                 header_converter: HeaderConverter | None = None) -> None:
         self._record, self._key, self._value = record, key, value
-        self._headers = encode_headers(record.headers) if record.headers else None
+        self._headers = encode_headers(record.headers, header_converter, record.topic) \
+            if record.headers else None
 
     def error(self) -> None:
         return None
@@ -124,8 +128,11 @@ class SinkErrorHandler:
         if self.dlq is not None:
             self.dlq.start()
 
-    def recover(self, message: ConsumedMessage) -> SinkRecord | None:
-        """Run a record that failed once again, stage by stage, with retries.
+    def recover(self, message: ConsumedMessage, header_converter: HeaderConverter | None = None
+                ) -> SinkRecord | None:
+        """Run a record that failed once again, stage by stage, with retries
+        (``header_converter``: the task's, which building the record runs; None is
+        SimpleHeaderConverter, the default).
 
         Returns the record when it now succeeds; None when it failed for good and the
         failure is tolerated (it was reported; the caller skips it) or a transformation
@@ -143,7 +150,12 @@ class SinkErrorHandler:
         if context.failed or key is None or value is None:
             self._skipped(message, context)
             return None
-        record: Any = self._build_record(message, key, value)
+        record: Any = operator.execute(
+            context, Stage.HEADER_CONVERTER, type(header_converter or SimpleHeaderConverter()),
+            lambda: self._build_record(message, key, value))
+        if context.failed:
+            self._skipped(message, context)
+            return None
         chain = self._chain
         for index in range(len(chain)):
             current = record
@@ -163,19 +175,24 @@ class SinkErrorHandler:
                   self.task_id.connector, self.task_id.task, message.topic(),
                   message.partition(), message.offset(), context.stage)
 
-    def errant_record_reporter(self, task_class: type) -> ErrantRecordReporter | None:
+    def errant_record_reporter(
+            self, task_class: type,
+            header_converter: Callable[[], HeaderConverter | None] = lambda: None
+    ) -> ErrantRecordReporter | None:
         """KIP-610's reporter for ``SinkTaskContext``: only with a dead letter queue or
-        ``errors.log.enable``, as in Kafka."""
+        ``errors.log.enable``, as in Kafka. ``header_converter`` gives the task's (which
+        the worker sets after the task is built)."""
         if self.dlq is None and not self.operator.reporters:
             return None
-        return _ErrantRecordReporter(self, task_class)
+        return _ErrantRecordReporter(self, task_class, header_converter)
 
-    def report_errant(self, record: SinkRecord, error: BaseException, task_class: type
-                      ) -> None:
+    def report_errant(self, record: SinkRecord, error: BaseException, task_class: type,
+                      header_converter: HeaderConverter | None = None) -> None:
         key_converter, value_converter = self._key_converter, self._value_converter
         message = ReportedRecord(
             record, key_converter.from_connect_data(record.topic, record.key_schema, record.key),
-            value_converter.from_connect_data(record.topic, record.value_schema, record.value))
+            value_converter.from_connect_data(record.topic, record.value_schema, record.value),
+            header_converter)
         self.operator.execute_failed(ProcessingContext(message), Stage.TASK_PUT, task_class,
                                      error)
         # Acknowledged before report() returns: a task may wait on the future inside put(),
@@ -202,12 +219,14 @@ class SinkErrorHandler:
 
 
 class _ErrantRecordReporter(ErrantRecordReporter):
-    def __init__(self, handler: SinkErrorHandler, task_class: type) -> None:
+    def __init__(self, handler: SinkErrorHandler, task_class: type,
+                 header_converter: Callable[[], HeaderConverter | None]) -> None:
         self._handler = handler
         self._task_class = task_class
+        self._header_converter = header_converter
 
     def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
-        self._handler.report_errant(record, error, self._task_class)
+        self._handler.report_errant(record, error, self._task_class, self._header_converter())
         done: Future[None] = Future()
         done.set_result(None)
         return done

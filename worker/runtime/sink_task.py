@@ -119,7 +119,8 @@ class WorkerSinkTask(WorkerTask):
                                                         metrics=self.metrics.errors),
             key_converter, value_converter, chain, self._build_record, dlq)
         # As Kafka, reports name the SinkTask base class as the stage's class.
-        self.errant_reporter = self._errors.errant_record_reporter(SinkTask)
+        self.errant_reporter = self._errors.errant_record_reporter(
+            SinkTask, lambda: self.header_converter)
         self._consumer: Consumer | None = None
         self._context = _Context(self)
         self.assignment: set[TopicPartition] = set()
@@ -302,7 +303,7 @@ class WorkerSinkTask(WorkerTask):
                 if self.stopping.is_set() or self.target_state is TargetState.PAUSED:
                     self._retry_interrupt.set()
                 try:
-                    record = self._errors.recover(msg)
+                    record = self._errors.recover(msg, self.header_converter)
                 except RetryInterrupted as interrupted:
                     interrupted.rest = messages[messages.index(msg):]
                     return records, positions, interrupted

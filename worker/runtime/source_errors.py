@@ -3,9 +3,13 @@ transforming or converting it raised.
 
 ``WorkerSourceTask._send`` runs the transformation chain and the converters directly. When
 a record raises there, ``SourceErrorHandler.recover`` runs it again one stage at a time
-through the ``RetryWithToleranceOperator`` — each transformation, then the key and value
-converters, Kafka's order for sources — so retriable errors are retried and the failure is
-logged (``errors.log.enable``) and tolerated or not. Sources have no dead letter queue.
+through the ``RetryWithToleranceOperator`` — each transformation, then the key, value
+and header converters, Kafka's order for sources — so retriable errors are retried and the
+failure is logged (``errors.log.enable``) and tolerated or not. Sources have no dead letter queue.
+
+``send_failed`` is KIP-779: a record the producer refused or could not deliver for good is,
+with ``errors.tolerance=all``, reported as a failure of stage ``KAFKA_PRODUCE`` and skipped
+(its offset may then be committed), instead of failing the task.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from worker.api.converter import Converter
+from worker.api.headers import HeaderConverter
 from worker.api.records import SourceRecord
+from worker.connectors.header_converter import SimpleHeaderConverter, encode_headers
 from worker.runtime.chain import TransformationChain
 from worker.runtime.error_handling import (
     ErrorHandlingConfig,
@@ -42,6 +48,7 @@ class Recovered(NamedTuple):
     record: Any  # the transformed SourceRecord
     key: bytes | None
     value: bytes | None
+    headers: list[tuple[str, bytes | None]] | None
 
 
 class SourceErrorHandler:
@@ -58,11 +65,13 @@ class SourceErrorHandler:
         self._value_converter = value_converter
         self._chain = chain
 
-    def recover(self, original: SourceRecord) -> Recovered | None:
-        """Run a record that failed once again, stage by stage, with retries.
+    def recover(self, original: SourceRecord, header_converter: HeaderConverter | None = None
+                ) -> Recovered | None:
+        """Run a record that failed once again, stage by stage, with retries
+        (``header_converter``: the task's; None is SimpleHeaderConverter, the default).
 
-        Returns the transformed record and its serialized key and value when it now
-        succeeds; None when it failed for good and that is tolerated, or a transformation
+        Returns the transformed record and its serialized key, value and headers when it
+        now succeeds; None when it failed for good and that is tolerated, or a transformation
         dropped it. Raises ConnectException when the failure is not tolerated.
         """
         operator = self.operator
@@ -85,9 +94,29 @@ class SourceErrorHandler:
             context, Stage.VALUE_CONVERTER, type(value_converter),
             lambda: value_converter.from_connect_data(out.topic, out.value_schema,
                                                       out.value))
+        headers = None
+        raw = out._headers  # the raw slot: reading .headers would create empty headers
+        if raw:
+            headers = operator.execute(
+                context, Stage.HEADER_CONVERTER,
+                type(header_converter or SimpleHeaderConverter()),
+                lambda: encode_headers(raw, header_converter, out.topic))
         if context.failed:
             return None
-        return Recovered(out, key, value)
+        return Recovered(out, key, value, headers)
+
+    @property
+    def tolerates_send_failures(self) -> bool:
+        """KIP-779: ``errors.tolerance=all`` skips records the producer failed to send."""
+        return self.operator.tolerate_all
+
+    def send_failed(self, original: SourceRecord, error: BaseException,
+                    executing_class: type) -> None:
+        """Report a record the producer failed to send for good (stage ``KAFKA_PRODUCE``,
+        logged when ``errors.log.enable``, counted in task-error-metrics). Raises
+        ConnectException unless ``errors.tolerance=all``."""
+        self.operator.execute_failed(ProcessingContext(original), Stage.KAFKA_PRODUCE,
+                                     executing_class, error)
 
     def close(self) -> None:
         self.operator.close()

@@ -10,7 +10,11 @@ topic and partition, the others one ``produce()`` each. Delivery callbacks (the 
   sticky partitioner) and only the last of each run carries one, when the producer
   acknowledges in order without gaps (``kafka_clients.acknowledges_in_order``: the
   worker's default settings). librdkafka's delivery reports cost more task-thread time per
-  record than ``produce()`` itself, so this is the larger part of the source throughput.
+  record than ``produce()`` itself, so this is the larger part of the source throughput;
+- tasks that override ``commit_record``, and tasks with ``errors.tolerance=all``, send every
+  record with its own callback: under that tolerance a record the producer fails to send
+  for good (or refuses: too large, unknown partition) is reported as a ``KAFKA_PRODUCE``
+  failure and skipped, and the task goes on (KIP-779).
 
 The periodic offset commit writes what is acknowledged at that moment — no producer flush,
 no waiting; only the final commit on stop waits (``offset.flush.timeout.ms``) for what is
@@ -30,7 +34,7 @@ from worker.api.converter import Converter
 from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SourceRecord
 from worker.api.task import RecordMetadata, SourceTask, SourceTaskContext
-from worker.connectors.header_converter import encode_headers  # also for sink_errors
+from worker.connectors.header_converter import encode_headers
 from worker.runtime.chain import TransformationChain
 from worker.runtime.client_metrics import StatsListener
 from worker.runtime.error_handling import (
@@ -54,6 +58,10 @@ RETRY_BACKOFF_S = 0.1
 QUEUE_FULL_WAIT_S = 0.05
 _NOTHING = object()
 _QUEUE_FULL = KafkaError._QUEUE_FULL
+# produce() refusing the record itself (Java's producer reports these to the callback).
+REFUSED = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_MSG_SIZE,
+                     KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
+                     KafkaError.UNKNOWN_TOPIC_OR_PART})
 
 
 class _Context(SourceTaskContext):
@@ -190,6 +198,11 @@ class WorkerSourceTask(WorkerTask):
         # Per-record acknowledgement callbacks that call the task cost more; only pay for
         # them when the task overrides commit_record.
         self._wants_commit_record = (type(task).commit_record is not SourceTask.commit_record)
+        # KIP-779: with errors.tolerance=all a record the producer fails to send is
+        # reported and skipped, so every record carries a callback that knows it.
+        self._per_record = self._wants_commit_record or self._errors.tolerates_send_failures
+        self._send_failures = 0  # records the producer failed to send, tolerated
+        self._failures_counted = 0
         # Set once the producer exists, when one delivery report per partition and batch
         # can stand for the batch's keyless records (kafka_clients.acknowledges_in_order).
         self._sticky: StickyPartitions | None = None
@@ -202,7 +215,7 @@ class WorkerSourceTask(WorkerTask):
         self._producer = Producer({**self._producer_config, "error_cb": self._on_client_error,
                                    "logger": CLIENT_LOG,
                                    "stats_cb": StatsListener(self.metrics)})
-        if not self._wants_commit_record and acknowledges_in_order(self._producer_config):
+        if not self._per_record and acknowledges_in_order(self._producer_config):
             self._sticky = StickyPartitions(self._producer)
         reader = StoreOffsetReader(self._offset_store, self.id.connector)
         self.source_task.initialize(_Context(self.task_config, reader))
@@ -256,20 +269,31 @@ class WorkerSourceTask(WorkerTask):
 
     def _count_written(self, producer: Producer) -> None:
         # librdkafka's queue length counts what is neither acknowledged nor failed yet; a
-        # failure fails the task, so what left the queue was written.
-        written = self._sent - len(producer)
-        if written > self._written:
-            self.metrics.record_write(written - self._written)
-            self._written = written
+        # failure fails the task unless tolerated (counted), so the rest was written.
+        written = self._sent - len(producer) - self._send_failures
+        failed = self._send_failures - self._failures_counted
+        if written > self._written or failed:
+            self.metrics.record_write(max(0, written - self._written), failed)
+            self._written = max(written, self._written)
+            self._failures_counted = self._send_failures
 
     def _record_callback(self, record: SourceRecord, batch: SubmittedBatch
                          ) -> Callable[[Any, Any], None]:
-        """Per-record delivery callback, only for tasks that override commit_record."""
+        """Per-record delivery callback, for tasks that override commit_record or tolerate
+        send failures (KIP-779: the failed record is reported, then counts as acknowledged,
+        as Kafka's worker does)."""
         acknowledge = batch.acknowledge
+        tolerate = self._errors.tolerates_send_failures
+        wants = self._wants_commit_record
 
         def on_delivery(err: Any, msg: Any) -> None:
+            if err is not None and tolerate:
+                self._send_failures += 1
+                self._send_failed(record, msg.topic(), KafkaException(err))
+                acknowledge(None, msg)
+                return
             acknowledge(err, msg)
-            if err is not None:
+            if err is not None or not wants:
                 return
             metadata = RecordMetadata(msg.topic(), msg.partition(), msg.offset(),
                                       msg.timestamp()[1])
@@ -289,7 +313,8 @@ class WorkerSourceTask(WorkerTask):
         value_conv = self._value_converter.from_connect_data
         produce: Callable[..., None] = producer.produce
         seen = self.seen_topics
-        plain = not self._wants_commit_record
+        header_converter = self.header_converter
+        plain = not self._per_record
         sticky = self._sticky  # set when one report per partition and batch is enough
         sticky_partition: dict[str, int] = {}
         # Sources often give a whole batch one key object (or None): converters are pure,
@@ -315,17 +340,20 @@ class WorkerSourceTask(WorkerTask):
                     key_bytes = key_conv(topic, last_key_schema, last_key)
                 key = key_bytes
                 value = value_conv(topic, out.value_schema, out.value)
+                # The raw slot: reading .headers would give a headerless record headers.
+                headers = encode_headers(out._headers, header_converter, topic) \
+                    if out._headers else None
             except Exception:
                 # The slow path: run the record again stage by stage, with retries and the
                 # error log; errors.tolerance=none raises (the task fails), all skips it.
                 last_key = _NOTHING
-                recovered = self._errors.recover(record)
+                recovered = self._errors.recover(record, header_converter)
                 if recovered is None:
                     skipped += 1
                     if not plain:
                         self.source_task.commit_record(record, None)
                     continue
-                out, key, value = recovered
+                out, key, value, headers = recovered
                 topic = out.topic
             if topic not in seen:
                 if self._creator is not None:  # before the topic's first record is sent
@@ -342,12 +370,9 @@ class WorkerSourceTask(WorkerTask):
                     if partition == -2:
                         partition = sticky_partition[topic] = sticky.choose(topic)
                     acked = partition == UNASSIGNED
-            # The raw slot: reading .headers would give a headerless record empty headers.
-            if plain and out.timestamp is None and not out._headers:
+            if plain and out.timestamp is None and headers is None:
                 out_run.add(topic, partition, acked, {"value": value, "key": key})
                 continue
-            headers = encode_headers(out._headers, self.header_converter, topic) \
-                if out._headers else None
             if not acked:
                 out_run.hold(topic, partition, value, out.timestamp or 0, headers)
                 continue
@@ -361,7 +386,9 @@ class WorkerSourceTask(WorkerTask):
             try:
                 produce(*args)  # no retry wrapper on the hot path
             except (BufferError, KafkaException):
-                self._produce(produce, *args)
+                if not self._produce(produce, *args, record=record):
+                    skipped += 1  # refused by the producer, tolerated (KIP-779)
+                    continue
             batch.unacked += 1
         out_run.flush()
         # Only a fully submitted batch counts: if it failed half-way, its offsets are never
@@ -399,11 +426,15 @@ class WorkerSourceTask(WorkerTask):
                 raise ConnectException("Task stopped while the producer queue was full")
             messages = rest
 
-    def _produce(self, produce: Callable[..., None], topic: str, *args: Any) -> None:
+    def _produce(self, produce: Callable[..., None], topic: str, *args: Any,
+                 record: SourceRecord | None = None) -> bool:
+        """Queue one record, waiting while librdkafka's queue is full. False when the
+        producer refused ``record`` itself (too large, unknown partition) and
+        errors.tolerance=all skips it; otherwise a refusal raises ConnectException."""
         while True:
             try:
                 produce(topic, *args)
-                return
+                return True
             except BufferError:
                 # librdkafka's queue is full: serve delivery reports, then retry.
                 self._producer.poll(0.05)  # type: ignore[union-attr]
@@ -411,7 +442,25 @@ class WorkerSourceTask(WorkerTask):
                     raise ConnectException("Task stopped while the producer queue was full"
                                            ) from None
             except KafkaException as exc:
+                # Java's producer reports these through the send callback, where Kafka's
+                # worker tolerates them: so does this one.
+                error = exc.args[0] if exc.args else None
+                if (record is not None and self._errors.tolerates_send_failures
+                        and isinstance(error, KafkaError) and error.code() in REFUSED):
+                    self._send_failed(record, topic, exc)
+                    return False
                 raise ConnectException(f"Failed to send a record to {topic}") from exc
+
+    def _send_failed(self, record: SourceRecord, topic: str, error: KafkaException) -> None:
+        """KIP-779 under errors.tolerance=all: report the record that could not be sent
+        (stage KAFKA_PRODUCE) and skip it; the task goes on."""
+        log.error("Task %s: failed to send a record to %s: %s", self.id, topic, error)
+        self._errors.send_failed(record, error, WorkerSourceTask)
+        if self._wants_commit_record:
+            try:
+                self.source_task.commit_record(record, None)
+            except Exception:
+                log.exception("Task %s: commit_record raised", self.id)
 
     def commit_offsets(self, wait_s: float = 0.0) -> bool:
         """Write the offsets of everything acknowledged so far, then call the task's

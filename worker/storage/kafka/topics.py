@@ -28,6 +28,7 @@ from worker.config.client_props import translate_logged
 from worker.config.worker_config import DistributedConfig, WorkerConfig
 from worker.errors import ConfigError, StorageError
 from worker.storage.kafka.log import KafkaBasedLog, LogRecord
+from worker.util.librdkafka_keys import is_librdkafka_property
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def internal_client_config(config: WorkerConfig, role: str, purpose: str) -> dic
             and (tls_to_kafka or not k.startswith("ssl."))}
     java.update({k: v for k, v in config.prefixed(f"{role}.").items()
                  if not _is_rest_listener_key(role, k)})
-    props = translate_logged(java, role, f"the {purpose} {role}")
+    props = translate_logged(java, role, f"the {purpose} {role}", is_librdkafka_property)
     conf: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers, **props.config}
     conf["client.id"] = f"{config.get('client.id') or 'connect'}-{purpose}-{role}"
     return conf

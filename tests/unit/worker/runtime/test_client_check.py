@@ -40,7 +40,8 @@ def test_connector_overrides_are_checked_on_their_keys(tmp_path: Path) -> None:
               "admin.override.no.such.key": "1",
               "consumer.override.fetch.max.wait.ms": "x"}  # a source: no consumer
     errors = connector_client_errors(worker(), config, "source")
-    assert set(errors) == {"producer.override.compression.type", "admin.override.no.such.key"}
+    # An unknown key is no error (dropped with a warning, as a Java client ignores it).
+    assert set(errors) == {"producer.override.compression.type"}
     assert "brotli" in errors["producer.override.compression.type"]
     sink = {"name": "c", "consumer.override.max.poll.records": "-1",
             "producer.override.partitioner.class": "com.acme.P"}
@@ -77,6 +78,28 @@ def test_dropped_keys_are_named_in_one_warning(caplog: pytest.LogCaptureFixture)
                         "this worker's Kafka client"]
 
 
+def test_keys_librdkafka_does_not_know_are_dropped_with_one_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="worker.config.client_props")
+    config = worker(**{"producer.client.dns.lookup": "use_all_dns_ips",
+                       "producer.no.such.setting": "1"})
+    connector = {"producer.override.com.acme.audit.enabled": "true",
+                 "producer.override.linger.ms": "20"}
+    for _ in range(3):
+        built = kafka_clients.producer_config(config, connector, "id")
+    assert built["linger.ms"] == "20" and built["client.dns.lookup"] == "use_all_dns_ips"
+    assert "no.such.setting" not in built and "com.acme.audit.enabled" not in built
+    assert librdkafka_refusal("producer", built) is None  # librdkafka builds it
+    check_worker_clients(config)  # the worker starts with them
+    assert connector_client_errors(config, {"name": "c", **connector}, "source") == {}
+    warnings = [r.getMessage() for r in caplog.records if "not known" in r.getMessage()]
+    # One warning per set of keys: the connector's clients, the worker's own.
+    assert warnings == [
+        f"Ignoring {keys} for connector producer clients: not known to this worker's Kafka "
+        "client (librdkafka); a Java client would ignore an unknown setting too"
+        for keys in ("com.acme.audit.enabled, no.such.setting", "no.such.setting")]
+
+
 def test_max_poll_records_reaches_the_runtime() -> None:
     config = worker(**{"consumer.max.poll.records": "300"})
     assert kafka_clients.max_poll_records(config, {}) == 300
@@ -91,5 +114,5 @@ def test_a_worker_key_librdkafka_refuses_fails_the_start() -> None:
         check_worker_clients(worker(**{"producer.compression.type": "brotli"}))
     assert info.value.key == "producer.compression.type"
     with pytest.raises(ConfigError) as info:
-        check_worker_clients(worker(**{"consumer.no.such.key": "1"}))
-    assert info.value.key == "consumer.no.such.key"
+        check_worker_clients(worker(**{"consumer.fetch.wait.max.ms": "-5"}))
+    assert info.value.key == "consumer.fetch.wait.max.ms"

@@ -16,9 +16,11 @@ from confluent_kafka import KafkaError, KafkaException
 from worker.api.converter import Converter
 from worker.api.data import SchemaAndValue
 from worker.api.exceptions import ConnectException, DataException, RetriableException
+from worker.api.headers import ConnectHeaders
 from worker.api.records import SinkRecord
 from worker.api.task import SinkTask
 from worker.api.transforms import Transformation
+from worker.connectors.converters import JsonConverter
 from worker.runtime import dead_letter_queue
 from worker.runtime.chain import TransformationChain
 from worker.runtime.connector_config import extra_errors
@@ -540,6 +542,21 @@ class TestErrantRecordReporter:
         assert headers["__connect.errors.stage"] == b"TASK_PUT"
         assert headers["__connect.errors.class.name"] == b"worker.api.task.SinkTask"
         assert headers["__connect.errors.exception.class.name"] == b"builtins.ValueError"
+
+    def test_reported_headers_are_written_by_the_tasks_header_converter(
+            self, monkeypatch: pytest.MonkeyPatch) -> None:
+        recovery, producer = handler(monkeypatch, TransformationChain([]), tolerate_all=True)
+        json = JsonConverter()
+        json.configure({"schemas.enable": "false"}, False)
+        converters: list[Any] = [None]
+        reporter = recovery.errant_record_reporter(SinkTask, lambda: converters[0])
+        assert reporter is not None
+        record = SinkRecord("orders", 0, None, None, None, "v", 1,
+                            headers=ConnectHeaders().add_string("h", "v"))
+        reporter.report(record, ValueError("x"))
+        converters[0] = json  # the worker sets the task's converter after it is built
+        reporter.report(record, ValueError("x"))
+        assert [dict(p[3]["headers"])["h"] for p in producer.produced] == [b"v", b'"v"']
 
     def test_tolerance_none_raises_from_report(self, monkeypatch: pytest.MonkeyPatch) -> None:
         recovery, _ = handler(monkeypatch, TransformationChain([]))

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from worker.api import (
     ConnectHeaders,
     Header,
@@ -19,10 +21,13 @@ from worker.api import (
     SourceRecord,
     SourceTask,
 )
+from worker.api.connector import TopicPartition
 from worker.api.data import STRING_SCHEMA
+from worker.api.exceptions import ConnectException
 from worker.connectors.converters import ByteArrayConverter, JsonConverter, StringConverter
 from worker.connectors.header_converter import SimpleHeaderConverter
 from worker.runtime.chain import TransformationChain
+from worker.runtime.error_handling import ErrorHandlingConfig
 from worker.runtime.sink_task import WorkerSinkTask
 from worker.runtime.source_task import WorkerSourceTask
 from worker.storage.base import State, TargetState, TaskId
@@ -111,24 +116,25 @@ class _Message:
         return self._headers
 
 
-def source_task() -> tuple[WorkerSourceTask, _Producer]:
+def source_task(errors: ErrorHandlingConfig | None = None
+                ) -> tuple[WorkerSourceTask, _Producer]:
     task = WorkerSourceTask(
         TaskId("c", 0), _Source(), {}, TargetState.STARTED, _Status(),  # type: ignore[arg-type]
         producer_config={}, key_converter=StringConverter(),
         value_converter=StringConverter(), chain=TransformationChain([]),
         offset_store=MemoryOffsetBackingStore(), offset_flush_interval_ms=1000,
-        offset_flush_timeout_ms=1000)
+        offset_flush_timeout_ms=1000, error_config=errors)
     producer = _Producer()
     task._producer = producer  # type: ignore[assignment]
     return task, producer
 
 
-def sink_task() -> WorkerSinkTask:
+def sink_task(errors: ErrorHandlingConfig | None = None) -> WorkerSinkTask:
     return WorkerSinkTask(
         TaskId("c", 0), _Sink(), {}, TargetState.STARTED, _Status(),  # type: ignore[arg-type]
         consumer_config={}, topics=[TOPIC], topics_regex="", key_converter=StringConverter(),
         value_converter=StringConverter(), chain=TransformationChain([]),
-        offset_flush_interval_ms=1000)
+        offset_flush_interval_ms=1000, error_config=errors)
 
 
 def test_a_source_task_writes_headers_with_its_header_converter() -> None:
@@ -174,3 +180,59 @@ def test_a_sink_task_reads_headers_with_its_header_converter() -> None:
     task.header_converter = None  # none set (a task built outside the Worker): Simple's
     records, _, _ = task._convert(messages[1:])  # type: ignore[arg-type]
     assert list(records[0].headers) == expected
+
+
+class _RefusingHeaders(SimpleHeaderConverter):
+    """Fails on every header named ``bad``, in both directions."""
+
+    def from_connect_header(self, topic: str, key: str, schema: Any, value: Any
+                            ) -> bytes | None:
+        if key == "bad":
+            raise ValueError("cannot write this header")
+        return super().from_connect_header(topic, key, schema, value)
+
+    def to_connect_header(self, topic: str, key: str, value: bytes | None) -> SchemaAndValue:
+        if key == "bad":
+            raise ValueError("cannot read this header")
+        return super().to_connect_header(topic, key, value)
+
+
+def tolerating(tolerance: str) -> ErrorHandlingConfig:
+    return ErrorHandlingConfig.from_connector_config({"errors.tolerance": tolerance},
+                                                     sink=False)
+
+
+def test_a_header_converter_failure_is_a_tolerance_stage_for_sources() -> None:
+    records = [SourceRecord({"p": 1}, {"o": i}, TOPIC, value=f"r{i}",
+                            headers=ConnectHeaders().add_string("bad" if i == 1 else "ok", "x"))
+               for i in range(3)]
+    task, producer = source_task(tolerating("all"))
+    task.header_converter = _RefusingHeaders()
+    task._send(records)
+    assert [value for value, _ in producer.produced] == [b"r0", b"r2"]  # r1 skipped
+    errors = task.metrics.errors
+    assert (errors.record_failures, errors.records_skipped) == (1, 1)
+
+    task, producer = source_task(tolerating("none"))
+    task.header_converter = _RefusingHeaders()
+    with pytest.raises(ConnectException, match="Tolerance exceeded") as failure:
+        task._send(records)
+    assert "Failed to convert header 'bad'" in str(failure.value.__cause__)
+
+
+def test_a_header_converter_failure_is_a_tolerance_stage_for_sinks() -> None:
+    messages = [_Message(0, [("ok", b"1")]), _Message(1, [("bad", b"1")]), _Message(2, None)]
+    task = sink_task(ErrorHandlingConfig.from_connector_config(
+        {"errors.tolerance": "all", "errors.log.enable": "true"}, sink=True))
+    task.header_converter = _RefusingHeaders()
+    records, positions, error = task._convert(messages)  # type: ignore[arg-type]
+    assert error is None and [r.value for r in records] == ["v0", "v2"]
+    assert positions == {TopicPartition(TOPIC, 0): 3}  # the bad one is skipped, not re-read
+    assert task._errors.operator.metrics.records_skipped == 1
+
+    task = sink_task()
+    task.header_converter = _RefusingHeaders()
+    records, positions, error = task._convert(messages)  # type: ignore[arg-type]
+    assert [r.value for r in records] == ["v0"] and positions == {TopicPartition(TOPIC, 0): 1}
+    assert isinstance(error, ConnectException)
+    assert "offset 1 of orders-0" in str(error) and "cannot read this header" in str(error)
