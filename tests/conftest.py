@@ -267,6 +267,8 @@ def standalone_worker(
 
     Basic auth: ``credentials=(user, password)`` puts them in the worker's ``url``, so the
     readiness probe and ``worker.client`` send them (``docs/security.md``).
+
+    ``nofile``: the worker's ``RLIMIT_NOFILE`` (soft = hard).
     """
     workers: list[WorkerProcess] = []
 
@@ -281,6 +283,7 @@ def standalone_worker(
         ssl_context: ssl.SSLContext | None = None,
         extra_listeners: Sequence[str] = (),
         credentials: tuple[str, str] | None = None,
+        nofile: int | None = None,
     ) -> WorkerProcess:
         workdir = tmp_path / f"worker-{len(workers) + 1}"
         workdir.mkdir()
@@ -307,6 +310,7 @@ def standalone_worker(
                 startup_timeout=startup_timeout,
                 env=env,
                 ssl_context=ssl_context,
+                nofile=nofile,
             )
             workers.append(worker)
             if not start:

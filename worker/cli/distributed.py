@@ -12,7 +12,12 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from worker.cli.standalone import configure_logging, install_signal_handlers, serve_until_stopped
+from worker.cli.standalone import (
+    configure_logging,
+    install_signal_handlers,
+    raise_fd_limit,
+    serve_until_stopped,
+)
 from worker.compose import build_distributed, discover_plugins
 from worker.config.properties import load_properties
 from worker.config.worker_config import DistributedConfig
@@ -32,6 +37,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging()
+    raise_fd_limit()
     try:
         props = load_properties(args.worker_properties)
         # Plugins first: the config providers the properties use may come from plugin.path.

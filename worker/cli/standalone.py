@@ -19,6 +19,7 @@ from worker.compose import Connect, build_standalone, discover_plugins
 from worker.config.properties import load_connector_file, load_properties
 from worker.config.worker_config import StandaloneConfig
 from worker.errors import ConnectError
+from worker.runtime import fd_budget
 from worker.storage.base import TargetState
 
 log = logging.getLogger("worker.cli.standalone")
@@ -40,9 +41,16 @@ def configure_logging() -> None:
                                "[%(threadName)s]")
 
 
+def raise_fd_limit() -> None:
+    """Before anything opens a client: the soft RLIMIT_NOFILE up to the hard limit, and
+    one line saying what that allows (worker.runtime.fd_budget)."""
+    log.info("%s", fd_budget.describe(*fd_budget.raise_nofile_limit()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging()
+    raise_fd_limit()
     try:
         props = load_properties(args.worker_properties)
         # Plugins first: the config providers the properties use may come from plugin.path.

@@ -53,8 +53,10 @@ TASK_ID_CONFIG = "task.id"
 TASK_FIELD = "task"
 SEQ_FIELD = "seq"
 
-IDLE_WAIT_S = 0.1
-"""How long poll() waits when it may not emit (count reached, rate limit); stop() cuts it."""
+IDLE_WAIT_S = 1.0
+"""How long poll() waits at most when it may not emit (count reached, rate limit); stop()
+cuts it. A rate-limited poll waits for the next record due and returns it: an idle task
+wakes once per record (or second), not several times a second."""
 
 CONFIG_DEF = (
     ConfigDef()
@@ -193,19 +195,27 @@ class SequenceGeneratorTask(SourceTask):
                        f"{prefix}{seq:012d}-{pad}") for seq in range(start, end)]
 
     def _throttle(self, wanted: int) -> int:
-        """How many records may go now; waits (up to IDLE_WAIT_S) and returns 0 if none."""
+        """How many records may go now; when none is due, waits for the next one (up to
+        IDLE_WAIT_S) and returns 0 if it is still not due (or the task stops)."""
         now = time.monotonic()
         if self._rate_start is None:
             self._rate_start = now
-        # One record is due at once, then one every 1/rate seconds since the first poll.
-        due = int((now - self._rate_start) * self._rate) + 1 - self._rate_sent
+        due = self._due(now)
         if due <= 0:
             next_due = self._rate_start + self._rate_sent / self._rate
-            self._stopping.wait(min(IDLE_WAIT_S, max(next_due - now, 0.001)))
-            return 0
+            if self._stopping.wait(min(IDLE_WAIT_S, max(next_due - now, 0.001))):
+                return 0
+            due = self._due(time.monotonic())
+            if due <= 0:
+                return 0
         allowed = min(wanted, due)
         self._rate_sent += allowed
         return allowed
+
+    def _due(self, now: float) -> int:
+        # One record is due at once, then one every 1/rate seconds since the first poll.
+        assert self._rate_start is not None
+        return int((now - self._rate_start) * self._rate) + 1 - self._rate_sent
 
     def _json_records(self, start: int, end: int) -> list[SourceRecord]:
         partition, topic, task, pad, schema = (self._partition, self._topic, self._task,

@@ -89,13 +89,15 @@ class AbstractHerder(Herder):
     # --- reads -------------------------------------------------------------------------
 
     def _snapshot_with(self, name: str) -> ClusterConfigState:
-        snapshot = self.config_store.snapshot()
+        """The store's shared read-only view (``ConfigBackingStore.view``): never modify
+        it; copy what is handed out."""
+        snapshot = self.config_store.view()
         if not snapshot.contains(name):
             raise not_found(name)
         return snapshot
 
     def connectors(self) -> list[str]:
-        return sorted(self.config_store.snapshot().connector_configs)
+        return sorted(self.config_store.view().connector_configs)
 
     def connector_info(self, name: str) -> ConnectorInfo:
         snapshot = self._snapshot_with(name)
@@ -189,8 +191,15 @@ class AbstractHerder(Herder):
     def health(self) -> HealthStatus:
         if not self._ready.is_set():
             return worker_health.starting()
-        return worker_health.probe(self._health_probe(), self.health_check_timeout_s,
-                                   self._health_thread())
+        status = worker_health.probe(self._health_probe(), self.health_check_timeout_s,
+                                     self._health_thread())
+        problem = self._health_problem() if status.status == worker_health.HEALTHY else None
+        return worker_health.short_of_resources(problem) if problem else status
+
+    def _health_problem(self) -> str | None:
+        """A reason this otherwise responsive worker is unhealthy (e.g. it is short of file
+        descriptors), or None."""
+        return None
 
     def _health_probe(self) -> Future[None]:
         """Resolved once the request loop ran a no-op. This base has no loop: resolved now.

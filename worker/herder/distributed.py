@@ -314,7 +314,7 @@ class DistributedHerder(ThreadedHerder):
             own_url=self.url)
 
     def _shape_now(self) -> cluster_view.Shape:
-        return cluster_view.shape(self.config_store.snapshot())
+        return cluster_view.shape(self.config_store.view())
 
     # --- ownership -------------------------------------------------------------------------
 
@@ -466,7 +466,7 @@ class DistributedHerder(ThreadedHerder):
 
     def _apply_restart(self, name: str, include_tasks: bool, only_failed: bool) -> None:
         """A restart request read from the config topic: restart what runs here."""
-        if not self.config_store.snapshot().contains(name):
+        if not self.config_store.view().contains(name):
             return
         tasks = ({t: self.status_store.get_task(t) for t in self.worker.task_ids(name)}
                  if include_tasks else {})

@@ -70,6 +70,12 @@ def unhealthy(thread: threading.Thread | None = None) -> HealthStatus:
                         "".join(traceback.format_list(stack)))
 
 
+def short_of_resources(problem: str) -> HealthStatus:
+    """Unhealthy because the worker lacks a resource it needs (our extension: Kafka's
+    check knows only a stuck herder)."""
+    return HealthStatus(UNHEALTHY, problem)
+
+
 def thread_stack(thread: threading.Thread) -> traceback.StackSummary | None:
     """The current stack of a live thread, innermost frame last; None if it is gone."""
     frame = sys._current_frames().get(thread.ident or -1)

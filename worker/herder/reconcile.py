@@ -101,7 +101,7 @@ class Reconciler:
     # --- the pass ------------------------------------------------------------------------
 
     def reconcile(self) -> None:
-        snapshot = self.config_store.snapshot()
+        snapshot = self.config_store.view()
         worker = self.worker
         orphans = [t for t in worker.tasks if not snapshot.contains(t.connector)]
         worker.stop_tasks(orphans)
@@ -207,7 +207,7 @@ class Reconciler:
 
         def apply() -> None:
             try:
-                snapshot = self.config_store.snapshot()
+                snapshot = self.config_store.view()
                 if (snapshot.connector_configs.get(name) != config
                         or snapshot.target_state(name) is TargetState.STOPPED
                         or not self._owns_connector(name)):
@@ -257,7 +257,7 @@ class Reconciler:
 
         def retry() -> None:
             self._task_config_retries.pop(name, None)
-            snapshot = self.config_store.snapshot()
+            snapshot = self.config_store.view()
             if (self.worker.connectors.get(name) is instance
                     and snapshot.connector_configs.get(name) == config
                     and snapshot.target_state(name) is TargetState.STARTED
@@ -282,7 +282,7 @@ class Reconciler:
                 return
             pending.cancel()
         self._auto_restart_check = None
-        snapshot = self.config_store.snapshot()
+        snapshot = self.config_store.view()
         if any(self.auto_restart.configure(n, c).enabled
                for n, c in snapshot.connector_configs.items()):
             self._auto_restart_check = self._schedule(delay_s, self.check_auto_restarts)
@@ -290,7 +290,7 @@ class Reconciler:
     def check_auto_restarts(self) -> None:
         """Herder thread: tell the policy what is FAILED here; restart what is due."""
         self._auto_restart_check = None
-        snapshot = self.config_store.snapshot()
+        snapshot = self.config_store.view()
         policy = self.auto_restart
         watched: list[Key] = []
         for name, config in snapshot.connector_configs.items():

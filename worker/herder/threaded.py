@@ -126,8 +126,9 @@ class ThreadedHerder(AbstractHerder):
                                       self.worker.worker_id)
 
     def _auto_restart_settings(self, name: str) -> AutoRestartConfig:
-        config = self.config_store.snapshot().connector_configs.get(name)
-        return AutoRestartConfig.parse(config) if config is not None else AutoRestartConfig()
+        # As the reconciler last saw the connector's config (parsed once per change, not
+        # per status request).
+        return self._reconciler.auto_restart.settings(name)
 
     # --- how a write is carried out: the subclass's part ------------------------------------
 
@@ -200,7 +201,7 @@ class ThreadedHerder(AbstractHerder):
     def _check_exists(self, name: str, allow_replace: bool, allow_create: bool) -> bool:
         """Whether writing ``name`` creates it. Raises AlreadyExistsError (exists, no
         ``allow_replace``) or NotFoundError (absent, no ``allow_create``)."""
-        exists = self.config_store.snapshot().contains(name)
+        exists = self.config_store.view().contains(name)
         if exists and not allow_replace:
             raise AlreadyExistsError(f"Connector {name} already exists")
         if not exists and not allow_create:
@@ -439,6 +440,9 @@ class ThreadedHerder(AbstractHerder):
 
     def _health_thread(self) -> threading.Thread | None:
         return self._thread
+
+    def _health_problem(self) -> str | None:
+        return self.worker.fd_budget.shortage()
 
     # --- the herder thread ---------------------------------------------------------------
 

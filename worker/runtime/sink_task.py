@@ -32,6 +32,7 @@ from worker.runtime.error_handling import (
     RetryInterrupted,
     RetryWithToleranceOperator,
 )
+from worker.runtime.kafka_clients import CLIENT_LOG
 from worker.runtime.sink_errors import TIMESTAMP_TYPES, SinkErrorHandler
 from worker.runtime.status import StatusReporter
 from worker.runtime.task_metrics import TaskMetrics
@@ -136,8 +137,10 @@ class WorkerSinkTask(WorkerTask):
     def initialize(self) -> None:
         self._errors.start()
         # stats_cb: librdkafka's statistics → the client metrics of /metrics (served by
-        # consume() on this thread, once per statistics.interval.ms).
-        self._consumer = Consumer({**self._consumer_config,
+        # consume() on this thread, once per statistics.interval.ms). logger: librdkafka's
+        # log lines join the worker's log (never raw to stderr), served by consume() too;
+        # they name the client, whose id names the task.
+        self._consumer = Consumer({**self._consumer_config, "logger": CLIENT_LOG,
                                    "stats_cb": StatsListener(self.metrics)})
         self.sink_task.initialize(self._context)
         self.sink_task.start(self.task_config)
@@ -212,8 +215,12 @@ class WorkerSinkTask(WorkerTask):
                         # that record alone (the KIP-875 runbook), nothing else.
                         self._commit()
                         raise poison
-            elif not self._paused:
-                self._deliver([])  # Kafka calls put() after every poll, even an empty one
+            elif not self._paused and (self._context.commit_requested
+                                       or time.monotonic() >= next_commit):
+                # Kafka calls put() after every poll, even an empty one, and its poll waits
+                # for records until the next commit is due: an idle sink gets put([]) once
+                # per offset.flush.interval.ms, just before the commit (not on every wake).
+                self._deliver([])
             if self._context.commit_requested or time.monotonic() >= next_commit:
                 self._context.commit_requested = False
                 self._commit()

@@ -24,6 +24,7 @@ from worker.runtime.chain import TransformationChain
 from worker.runtime.connector_config import TASKS_MAX_ENFORCE
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
 from worker.runtime.error_handling import ErrorHandlingConfig
+from worker.runtime.fd_budget import FdBudget
 from worker.runtime.offsets import StoreOffsetReader
 from worker.runtime.sampled_stat import MetricWindow
 from worker.runtime.sink_task import WorkerSinkTask
@@ -90,6 +91,8 @@ class Worker:
         self.metric_window = MetricWindow(config.get("metrics.sample.window.ms") / 1000,
                                           config.get("metrics.num.samples"))
         self.metrics = WorkerMetrics(self.metric_window)
+        # Task starts that would leave too few file descriptors fail, naming the limit.
+        self.fd_budget = FdBudget(tasks=lambda: len(self.tasks))
 
     # --- connectors ----------------------------------------------------------------------
 
@@ -177,6 +180,12 @@ class Worker:
         if task_id in self.tasks:
             raise RuntimeError(f"Task {task_id} is already running on this worker")
         self.status.task(task_id, State.UNASSIGNED)
+        try:
+            self.fd_budget.check_task_start()
+        except ConnectException as exc:  # logged once per shortage by the budget
+            self.metrics.task_startup(False)
+            self.status.task(task_id, State.FAILED, exc)
+            return
         try:
             resolve = self.config.transformer.transform
             resolved = resolve(connector_config)

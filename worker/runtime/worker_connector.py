@@ -2,13 +2,18 @@
 
 All calls into connector code (start, stop, task_configs) run on this thread, so connector
 code that hangs blocks only its own thread: callers get futures and wait a bounded time.
+
+The thread exists only while there is something to do: a command starts it, and it ends
+once the queue is empty. A connector that is idle — RUNNING with nothing asked of it,
+PAUSED, STOPPED — holds no thread, so a worker with hundreds of connectors does not keep
+hundreds of threads waiting; commands still run one at a time, in order.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -85,46 +90,96 @@ class WorkerConnector:
         self._startup_reported = False
         self.version = "unknown"
         self._started = False  # connector.start() returned and stop() not yet called
-        self._commands: queue.Queue[tuple[str, Any, Future[Any] | None]] = queue.Queue()
+        self._commands: deque[tuple[str, Any, Future[Any] | None]] = deque()
+        self._lock = threading.Lock()  # guards _commands and _thread
+        self._thread: threading.Thread | None = None  # while commands run
+        self._shut_down = threading.Event()
         self._context: ConnectorContext | None = None
-        self._thread = threading.Thread(target=self._run, name=f"connector-{name}",
-                                        daemon=True)
 
     # --- called from the herder ----------------------------------------------------------
 
     def start(self) -> None:
-        self._thread.start()
+        self._submit("init", None, None)
 
     def transition_to(self, target: TargetState) -> None:
         self.target_state = target
-        self._commands.put(("transition", target, None))
+        self._submit("transition", target, None)
 
     def task_configs(self, max_tasks: int) -> Future[list[dict[str, str]]]:
         future: Future[list[dict[str, str]]] = Future()
-        self._commands.put(("task_configs", max_tasks, future))
+        self._submit("task_configs", max_tasks, future)
         return future
 
     def shutdown(self) -> None:
-        self._commands.put(("shutdown", None, None))
+        self._submit("shutdown", None, None)
 
     def await_shutdown(self, timeout_s: float) -> bool:
-        self._thread.join(timeout_s)
-        if self._thread.is_alive():
+        if not self._shut_down.wait(timeout_s):
             log.error("Connector %s did not stop within %.1f s; abandoning its thread",
                       self.name, timeout_s)
             return False
         return True
 
     @property
+    def has_thread(self) -> bool:
+        """True while the connector's thread runs (commands are queued or running)."""
+        with self._lock:
+            return self._thread is not None
+
+    @property
     def is_running(self) -> bool:
         return self.state is State.RUNNING
 
     def fail(self, error: BaseException) -> None:
-        self._commands.put(("fail", error, None))
+        self._submit("fail", error, None)
+
+    def _submit(self, command: str, arg: Any, future: Future[Any] | None) -> None:
+        """Queue a command; start the thread if none runs."""
+        with self._lock:
+            self._commands.append((command, arg, future))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._drain,
+                                                name=f"connector-{self.name}", daemon=True)
+                self._thread.start()
 
     # --- connector thread ----------------------------------------------------------------
 
-    def _run(self) -> None:
+    def _drain(self) -> None:
+        """Run the queued commands in order; the thread ends when none is left."""
+        while True:
+            with self._lock:
+                if not self._commands:
+                    self._thread = None
+                    return
+                command, arg, future = self._commands.popleft()
+            try:
+                self._handle(command, arg, future)
+            except Exception:  # noqa: BLE001 - never leave the queue without a thread
+                log.exception("Connector %s: %s failed", self.name, command)
+
+    def _handle(self, command: str, arg: Any, future: Future[Any] | None) -> None:
+        if self._shut_down.is_set():
+            if future is not None:
+                future.set_exception(RuntimeError(f"Connector {self.name} was shut down"))
+            return
+        if command == "init":
+            self._init()
+        elif command == "shutdown":
+            self._stop_connector()
+            if self.state is not State.FAILED:
+                self.status.connector(self.name, State.UNASSIGNED)
+            self._shut_down.set()
+        elif command == "transition":
+            if self.connector is None and self.state is not State.FAILED:
+                return  # not created yet: "init" applies the latest target state
+            self._transition(arg)
+        elif command == "fail":
+            self._stop_connector()
+            self._set_failed(arg)
+        elif command == "task_configs" and future is not None:
+            self._task_configs(arg, future)
+
+    def _init(self) -> None:
         try:
             # Instantiation is plugin code too: a failure (or hang) here stays on this thread,
             # and the connector stays FAILED until restarted instead of being retried.
@@ -137,20 +192,6 @@ class WorkerConnector:
             self._set_failed(exc)
         else:
             self._transition(self.target_state)
-        while True:
-            command, arg, future = self._commands.get()
-            if command == "shutdown":
-                self._stop_connector()
-                if self.state is not State.FAILED:
-                    self.status.connector(self.name, State.UNASSIGNED)
-                return
-            if command == "transition":
-                self._transition(arg)
-            elif command == "fail":
-                self._stop_connector()
-                self._set_failed(arg)
-            elif command == "task_configs" and future is not None:
-                self._task_configs(arg, future)
 
     def _transition(self, target: TargetState) -> None:
         if target is TargetState.STOPPED:

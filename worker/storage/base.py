@@ -125,6 +125,13 @@ class ConfigBackingStore(ABC):
     def snapshot(self) -> ClusterConfigState:
         """A copy of the current state; later writes do not change it."""
 
+    def view(self) -> ClusterConfigState:
+        """The current state for reading only: callers must not modify it. Stores that can
+        share one snapshot between readers until the next write return the same object
+        (no copy per read: status and info requests stay cheap with hundreds of
+        connectors); this default copies."""
+        return self.snapshot()
+
     @abstractmethod
     def put_connector_config(self, connector: str, config: Mapping[str, str],
                              target_state: TargetState | None = None) -> None:

@@ -46,7 +46,8 @@ class CachedConfigBackingStore(ConfigBackingStore):
     def stop(self) -> None:
         self._inner.stop()
 
-    def snapshot(self) -> ClusterConfigState:
+    def view(self) -> ClusterConfigState:
+        """The cached snapshot itself (shared by every reader until the next write)."""
         with self._lock:
             cached, version = self._snapshot, self._version
         if cached is None:
@@ -54,6 +55,10 @@ class CachedConfigBackingStore(ConfigBackingStore):
             with self._lock:
                 if self._version == version:
                     self._snapshot = cached
+        return cached
+
+    def snapshot(self) -> ClusterConfigState:
+        cached = self.view()
         return ClusterConfigState(
             {name: dict(config) for name, config in cached.connector_configs.items()},
             dict(cached.target_states),

@@ -13,6 +13,7 @@ fixture in ``tests/conftest.py`` and the demos build their worker properties wit
 from __future__ import annotations
 
 import os
+import resource
 import ssl
 import subprocess
 import sys
@@ -83,6 +84,8 @@ class WorkerProcess:
         reaches only the caller, which then stops the worker itself (the demos).
     :param ssl_context: TLS client context for an ``https`` URL (trust, and a client
         certificate if the worker requires one); used by :attr:`client` and readiness.
+    :param nofile: run the worker with this ``RLIMIT_NOFILE`` (soft = hard), e.g. to see
+        how it behaves when short of file descriptors.
     """
 
     def __init__(
@@ -100,6 +103,7 @@ class WorkerProcess:
         module: str = STANDALONE_MODULE,
         new_session: bool = False,
         ssl_context: ssl.SSLContext | None = None,
+        nofile: int | None = None,
     ) -> None:
         self.props_file = Path(props_file)
         self.connector_files = [Path(p) for p in connector_files]
@@ -113,6 +117,7 @@ class WorkerProcess:
         self.module = module
         self.new_session = new_session
         self.ssl_context = ssl_context
+        self.nofile = nofile
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
         self._log_start = 0
@@ -194,8 +199,14 @@ class WorkerProcess:
             env=env,
             cwd=self.cwd,
             start_new_session=self.new_session,
+            preexec_fn=None if self.nofile is None else self._limit_nofile,
         )
         return self
+
+    def _limit_nofile(self) -> None:
+        # In the child, between fork and exec.
+        assert self.nofile is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def wait_started(self, timeout: float | None = None, *, healthy: bool = True
                      ) -> WorkerProcess:

@@ -68,6 +68,7 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
         self._lock = threading.Lock()
         self._write_lock = threading.RLock()  # put_task_configs nests _write
         self._state = ClusterConfigState()
+        self._view: tuple[int, ClusterConfigState] | None = None  # (offset, shared copy)
         self._deferred: dict[str, dict[int, dict[str, str]]] = {}  # uncommitted task configs
         self._offset = -1
         self._worker_config = WorkerConfigOverrides(-1)
@@ -85,12 +86,22 @@ class KafkaConfigBackingStore(TopicBackedStore, ConfigBackingStore):
 
     def snapshot(self) -> ClusterConfigState:
         with self._lock:
-            state = self._state
-            return ClusterConfigState(
-                connector_configs={c: dict(cfg) for c, cfg in state.connector_configs.items()},
-                target_states=dict(state.target_states),
-                task_configs={c: [dict(t) for t in tasks]
-                              for c, tasks in state.task_configs.items()})
+            return self._copy()
+
+    def view(self) -> ClusterConfigState:
+        """One copy shared by every reader until the next record is applied."""
+        with self._lock:
+            if self._view is None or self._view[0] != self._offset:
+                self._view = (self._offset, self._copy())
+            return self._view[1]
+
+    def _copy(self) -> ClusterConfigState:
+        state = self._state
+        return ClusterConfigState(
+            connector_configs={c: dict(cfg) for c, cfg in state.connector_configs.items()},
+            target_states=dict(state.target_states),
+            task_configs={c: [dict(t) for t in tasks]
+                          for c, tasks in state.task_configs.items()})
 
     def worker_config(self) -> WorkerConfigOverrides:
         with self._lock:

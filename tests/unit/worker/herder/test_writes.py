@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
+from tests.support import wait_until
 from tests.unit.worker.herder.conftest import new_standalone_herder
 from worker.api.config_def import ConfigValue
 from worker.connectors.generator import SequenceGeneratorConnector
@@ -34,7 +35,11 @@ def herder() -> Iterator[StandaloneHerder]:
 
 def create(herder: StandaloneHerder, name: str,
            state: TargetState = TargetState.STOPPED) -> None:
+    """Create, then wait until the connector reports ``state`` (from its own thread)."""
     herder.put_connector_config(name, GENERATOR, allow_replace=False, initial_state=state)
+    reported = State.RUNNING if state is TargetState.STARTED else State(state.value)
+    wait_until(lambda: herder.connector_status(name).connector.state == reported.value,
+               timeout=5, message=f"{name} {reported.value}")
 
 
 def test_put_creates_then_replaces_only_when_allowed(herder: StandaloneHerder) -> None:
@@ -130,7 +135,9 @@ def test_restarts_of_unknown_connectors_or_tasks_are_not_found(herder: Standalon
 def test_plain_restart_answers_nothing(herder: StandaloneHerder) -> None:
     create(herder, "gen", TargetState.PAUSED)
     assert herder.restart_connector("gen") is None
-    assert herder.connector_status("gen").connector.state == State.PAUSED.value
+    # The new instance reports its state from its own thread, just after the restart.
+    wait_until(lambda: herder.connector_status("gen").connector.state == State.PAUSED.value,
+               timeout=5, message="the restarted connector PAUSED")
 
 
 def test_only_failed_restart_leaves_a_running_connector(herder: StandaloneHerder) -> None:

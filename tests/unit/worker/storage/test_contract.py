@@ -165,6 +165,20 @@ def test_mutating_a_snapshot_or_input_does_not_change_the_store(
     assert fresh.target_states == {}
 
 
+def test_view_follows_writes_and_later_writes_leave_an_old_view_alone(
+        config_store: ConfigBackingStore) -> None:
+    config_store.put_connector_config("c1", {"a": "1"}, TargetState.STARTED)
+    config_store.put_task_configs("c1", [{"n": "0"}])
+    view = config_store.view()
+    assert view == config_store.snapshot()
+    config_store.put_connector_config("c1", {"a": "2"})
+    config_store.put_task_configs("c1", [])
+    assert view.connector_configs == {"c1": {"a": "1"}}  # a write builds a new view
+    assert view.task_configs == {"c1": [{"n": "0"}]}
+    assert config_store.view().connector_configs == {"c1": {"a": "2"}}
+    assert config_store.view().tasks("c1") == []
+
+
 def test_odd_connector_names_round_trip(config_store: ConfigBackingStore) -> None:
     config = {"name": ODD_NAME, "pässwörd": "ünïcödé ✓ \"quoted\" \\ \n"}
     config_store.put_connector_config(ODD_NAME, config, TargetState.PAUSED)

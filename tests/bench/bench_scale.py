@@ -1,0 +1,239 @@
+"""Scale: one standalone worker carrying N tasks, running and then stopped (issue #19).
+
+For each N of ``--sizes`` a fresh worker gets N/2 ``SequenceGenerator`` sources (1 record/s
+each) and N/2 ``FileStreamSink``s, one task each, one topic per pair. Measured, with every
+connector RUNNING and then with every connector STOPPED (the baseline of the same run, on
+the same worker):
+
+- ``GET /connectors/{c}/status`` under 8 keep-alive clients (``http_load.py``, its own
+  process): p99 and requests/s;
+- ``GET /connectors?expand=status`` (median of 5);
+- the worker's CPU over ``--idle`` seconds with no REST traffic (% of one core), threads,
+  RSS and open file descriptors, from ``/proc``;
+- the time the N creates took (one ``PUT`` after the other) and the time from the last
+  create to every connector and task RUNNING.
+
+With ``--nofile K`` the worker runs with ``RLIMIT_NOFILE`` K (soft = hard) and the run
+reports, instead of the stopped figures, how the shortage shows: REST errors, ``/health``,
+tasks FAILED (and whether their traces name the file-descriptor limit), tasks RUNNING.
+
+Run: ``.venv/bin/python tests/bench/bench_scale.py [--sizes 10,50,100,250,500]``; prints
+the table and writes ``tests/bench/results/scale.json`` (``--results`` to change).
+Targets (issue #19, 500 tasks): REST p99 ≤ 2× the stopped p99; ``?expand=status`` running
+≤ 3× stopped; CPU ≤ 10 % of a core; ≤ 60 threads with every connector stopped; all RUNNING
+≤ 10 s after the last create; RSS ≤ 400 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "tests" / "bench" / "results" / "scale.json"
+LOAD = ROOT / "tests" / "bench" / "http_load.py"
+sys.path.insert(0, str(ROOT))
+
+from tests.support import wait_until  # noqa: E402
+from worker.testing import EmbeddedBroker, free_port  # noqa: E402
+from worker.testing.process import WorkerProcess, write_properties  # noqa: E402
+
+STRING = "org.apache.kafka.connect.storage.StringConverter"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+def proc_figures(pid: int) -> dict[str, float]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return {"rss_mb": round(int(fields["VmRSS"].split()[0]) / 1024, 1),
+            "threads": int(fields["Threads"]),
+            "fds": len(os.listdir(f"/proc/{pid}/fd"))}
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+
+def cpu_percent(pid: int, seconds: float) -> float:
+    """The process's CPU over ``seconds`` of wall time, in % of one core."""
+    before, started = cpu_seconds(pid), time.monotonic()
+    time.sleep(seconds)  # the measurement window itself
+    return round(100 * (cpu_seconds(pid) - before) / (time.monotonic() - started), 1)
+
+
+def http_load(url: str, duration: float, concurrency: int = 8) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, str(LOAD), url, "--concurrency", str(concurrency),
+                          "--duration", str(duration)],
+                         capture_output=True, text=True, timeout=duration + 120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def expand_status_ms(client: httpx.Client, rounds: int = 5) -> float:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        response = client.get("/connectors?expand=status")
+        times.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200, response.text
+    return round(statistics.median(times), 1)
+
+
+def states(client: httpx.Client) -> dict[str, tuple[str, list[str]]]:
+    body = client.get("/connectors?expand=status", timeout=120).json()
+    return {name: (info["status"]["connector"]["state"],
+                   [t["state"] for t in info["status"]["tasks"]])
+            for name, info in body.items()}
+
+
+def all_in(client: httpx.Client, names: list[str], state: str, tasks: str | None) -> bool:
+    current = states(client)
+    return all(name in current and current[name][0] == state
+               and (tasks is None and not current[name][1]
+                    or tasks is not None and current[name][1]
+                    and all(t == tasks for t in current[name][1]))
+               for name in names)
+
+
+def create(client: httpx.Client, work: Path, n: int, run: str) -> list[str]:
+    names = []
+    for i in range(n):
+        pair = i // 2
+        if i % 2 == 0:
+            name = f"{run}-source-{pair}"
+            config = {"connector.class": "SequenceGenerator", "topic": f"{run}-{pair}",
+                      "rate": "1", "message.size": "40", "tasks.max": "1"}
+        else:
+            name = f"{run}-sink-{pair}"
+            config = {"connector.class": "FileStreamSink", "topics": f"{run}-{pair}",
+                      "file": str(work / f"{name}.txt"), "tasks.max": "1"}
+        response = client.put(f"/connectors/{name}/config", json=config)
+        assert response.status_code == 201, response.text
+        names.append(name)
+    return names
+
+
+def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path
+                 ) -> dict[str, Any]:
+    port = free_port()
+    run = f"n{n}-{os.getpid()}-{int(time.time())}"
+    props = write_properties(work / f"{run}.properties", {
+        "bootstrap.servers": broker, "listeners": f"http://127.0.0.1:{port}",
+        "storage.sql.url": f"sqlite:///{work / (run + '.db')}",
+        "key.converter": STRING, "value.converter": STRING})
+    kwargs: dict[str, Any] = {"url": f"http://127.0.0.1:{port}",
+                              "log_path": work / f"{run}.log", "cwd": work,
+                              "request_timeout": 120.0}
+    worker = WorkerProcess(props, nofile=args.nofile or None, **kwargs)
+    row: dict[str, Any] = {"tasks": n}
+    with worker:
+        client = worker.client
+        assert worker.pid is not None
+        started = time.monotonic()
+        names = create(client, work, n, run)
+        created = time.monotonic()
+        row["create_s"] = round(created - started, 1)  # N sequential PUTs
+        if args.nofile:
+            return {**row, **shortage(worker, client, names, args)}
+        wait_until(lambda: all_in(client, names, "RUNNING", "RUNNING"), timeout=600,
+                   interval=0.5, message=f"{n} connectors RUNNING")
+        row["running_after_s"] = round(time.monotonic() - created, 1)
+        time.sleep(args.settle)  # consumer groups join, first commits: not steady state
+        row["running"] = {**proc_figures(worker.pid),
+                          "cpu_pct": cpu_percent(worker.pid, args.idle),
+                          "expand_status_ms": expand_status_ms(client),
+                          "load": http_load(f"{worker.url}/connectors/{names[0]}/status",
+                                            args.duration)}
+        for name in names:
+            assert client.put(f"/connectors/{name}/stop").status_code == 204
+        wait_until(lambda: all_in(client, names, "STOPPED", None), timeout=600, interval=0.5,
+                   message=f"{n} connectors STOPPED")
+        time.sleep(5)  # the issue's "5 s after a stop"
+        row["stopped"] = {**proc_figures(worker.pid),
+                          "cpu_pct": cpu_percent(worker.pid, args.idle),
+                          "expand_status_ms": expand_status_ms(client),
+                          "load": http_load(f"{worker.url}/connectors/{names[0]}/status",
+                                            args.duration)}
+    return row
+
+
+def shortage(worker: WorkerProcess, client: httpx.Client, names: list[str],
+             args: argparse.Namespace) -> dict[str, Any]:
+    """With too few descriptors: does the REST API answer, and is the shortage visible?"""
+    time.sleep(args.settle + 10)
+    load = http_load(f"{worker.url}/connectors/{names[0]}/status", args.duration)
+    health = client.get("/health")
+    body = client.get("/connectors?expand=status", timeout=120).json()
+    tasks = [t for info in body.values() for t in info["status"]["tasks"]]
+    failed = [t for t in tasks if t["state"] == "FAILED"]
+    log = worker.log_path.read_text(errors="replace")
+    assert worker.pid is not None
+    return {"nofile": args.nofile, "load": load,
+            "health": {"status_code": health.status_code, "body": health.json()},
+            "tasks_running": sum(t["state"] == "RUNNING" for t in tasks),
+            "tasks_failed": len(failed),
+            "failed_traces_naming_the_limit": sum(
+                "file descriptor" in (t.get("trace") or "").lower() for t in failed),
+            "log_lines_naming_the_limit": sum(
+                "file descriptor" in line.lower() for line in log.splitlines()),
+            "log_lines_raw_librdkafka": sum(
+                line.startswith("%") for line in log.splitlines()),
+            **proc_figures(worker.pid)}
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(f"{'tasks':>6} {'p99 run':>9} {'p99 stop':>9} {'req/s run':>10} {'req/s stop':>10} "
+          f"{'expand run':>11} {'expand stop':>11} {'cpu run':>8} {'cpu stop':>8} "
+          f"{'thr run':>8} {'thr stop':>8} {'RSS run':>8} {'fds run':>8} {'fds stop':>8} "
+          f"{'RUNNING':>8}")
+    for row in rows:
+        if "running" not in row:
+            continue
+        run, stop = row["running"], row["stopped"]
+        print(f"{row['tasks']:>6} {run['load']['p99_ms']:>7.1f}ms {stop['load']['p99_ms']:>7.1f}ms "
+              f"{run['load']['req_per_s']:>10.0f} {stop['load']['req_per_s']:>10.0f} "
+              f"{run['expand_status_ms']:>9.1f}ms {stop['expand_status_ms']:>9.1f}ms "
+              f"{run['cpu_pct']:>7.1f}% {stop['cpu_pct']:>7.1f}% {run['threads']:>8} "
+              f"{stop['threads']:>8} {run['rss_mb']:>6.0f}MB {run['fds']:>8} {stop['fds']:>8} "
+              f"{row['running_after_s']:>7.1f}s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,50,100,250,500",
+                        help="comma-separated task counts")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds of REST load")
+    parser.add_argument("--idle", type=float, default=10.0, help="seconds of CPU sampling")
+    parser.add_argument("--settle", type=float, default=10.0,
+                        help="seconds between all RUNNING and the measurements")
+    parser.add_argument("--nofile", type=int, default=0,
+                        help="run the worker with this RLIMIT_NOFILE (the shortage mode)")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="scale-") as tmp, EmbeddedBroker() as broker:
+        for n in sizes:
+            print(f"--- {n} tasks", flush=True)
+            rows.append(measure_size(broker.bootstrap_servers, n, args, Path(tmp)))
+            print(json.dumps(rows[-1]), flush=True)
+    print_table(rows)
+    result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+              "settings": {**vars(args), "results": str(args.results)}, "rows": rows}
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.results}")
+
+
+if __name__ == "__main__":
+    main()
