@@ -124,9 +124,17 @@ class RawProducerProbe:
         """Acknowledged numbers that are not in the topic."""
         reader = TopicReader(bootstrap, self.topic, 1)
         try:
-            wait_until(lambda: reader.read() >= len(self.acked) - 10, timeout=60,
-                       message="the probe's records read back")
-            reader.read()
+            # Read until everything acknowledged is back or nothing more arrives for 5 s:
+            # what the broker lost is measured here, never assumed small.
+            counts = [-1]
+
+            def settled() -> bool:
+                counts.append(reader.read())
+                return counts[-1] >= len(self.acked) or (
+                    len(counts) > 25 and counts[-1] == counts[-26] >= 0)
+            wait_until(settled, timeout=90, interval=0.2,
+                       message=lambda: f"the probe's records read back ({counts[-1]} of "
+                                       f"{len(self.acked)})")
             return len(self.acked - set(reader.values))
         finally:
             reader.close()
