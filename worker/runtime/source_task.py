@@ -44,6 +44,7 @@ from worker.runtime.error_handling import (
 )
 from worker.runtime.kafka_clients import CLIENT_LOG, acknowledges_in_order
 from worker.runtime.offsets import StoreOffsetReader, SubmittedBatch, SubmittedRecords
+from worker.runtime.pending_records import PendingRecords
 from worker.runtime.source_errors import SourceErrorHandler
 from worker.runtime.status import StatusReporter
 from worker.runtime.sticky_partitions import UNASSIGNED, StickyPartitions
@@ -76,90 +77,6 @@ class _Context(SourceTaskContext):
     @property
     def offset_storage_reader(self) -> StoreOffsetReader:
         return self._reader
-
-
-class _Pending:
-    """What ``_send`` has not handed to librdkafka yet, so records stay in order: one run of
-    records for a ``produce_batch`` call (one topic, partition and kind), or one held
-    keyless record (``produce()`` with its timestamp and headers).
-
-    Keyless records of a topic all go to the batch's partition of that topic
-    (``StickyPartitions``) and only the last of them carries the batch's delivery callback:
-    with an in-order, gapless producer its acknowledgement covers the ones before it. So
-    a keyless record is held until the next one of its topic arrives (then it is sent
-    without a callback), and a segment of them ends with a callback whenever something else
-    is sent in between and at the end of the batch.
-    """
-
-    __slots__ = ("_task", "_batch", "_produce", "run", "topic", "partition", "acked", "held")
-
-    def __init__(self, task: WorkerSourceTask, batch: SubmittedBatch) -> None:
-        self._task = task
-        self._batch = batch
-        self._produce: Callable[..., None] = task._producer.produce  # type: ignore[union-attr]
-        self.run: list[dict[str, Any]] = []
-        self.topic = ""
-        self.partition = UNASSIGNED
-        self.acked = True  # every record of the run carries the callback
-        self.held: tuple[Any, ...] | None = None
-
-    def add(self, topic: str, partition: int, acked: bool, message: dict[str, Any]) -> None:
-        """Append a record without timestamp and headers to the run."""
-        if self.held is not None:
-            self._release(covered=not acked and self.held[0] == topic)
-        if self.run and (topic != self.topic or partition != self.partition
-                         or acked != self.acked):
-            self._flush_run(covered=False)
-        if not self.run:
-            self.topic, self.partition, self.acked = topic, partition, acked
-        self.run.append(message)
-
-    def hold(self, topic: str, partition: int, value: Any, timestamp: int,
-             headers: Any) -> None:
-        """Keep a keyless record (sent by ``produce()``) until the next one arrives."""
-        held = self.held
-        if held is not None and held[0] == topic:
-            # The common case, inline: this record stands for the one held before it.
-            try:
-                self._produce(*held)
-            except (BufferError, KafkaException):
-                self._task._produce(self._produce, *held)
-        elif self.run:
-            self._flush_run(covered=not self.acked and self.topic == topic)
-        elif held is not None:
-            self._release(covered=False)
-        # produce()'s positional arguments, the delivery callback left out.
-        self.held = (topic, value, None, partition, None, None, timestamp, headers)
-
-    def flush(self) -> None:
-        """Send everything pending, ending any keyless segment with a callback."""
-        if self.run:
-            self._flush_run(covered=False)
-        elif self.held is not None:
-            self._release(covered=False)
-
-    def _flush_run(self, covered: bool) -> None:
-        run, self.run = self.run, []
-        batch = self._batch
-        if self.acked:
-            batch.unacked += self._task._produce_batch(self.topic, run, self.partition,
-                                                       batch.acknowledge)
-            return
-        if not covered:
-            run[-1]["callback"] = batch.acknowledge
-            batch.unacked += 1
-        self._task._produce_batch(self.topic, run, self.partition, None)
-
-    def _release(self, covered: bool) -> None:
-        assert self.held is not None
-        args, self.held = self.held, None
-        if not covered:
-            args = (*args[:4], self._batch.acknowledge, *args[5:])
-            self._batch.unacked += 1
-        try:
-            self._produce(*args)
-        except (BufferError, KafkaException):
-            self._task._produce(self._produce, *args)
 
 
 class WorkerSourceTask(WorkerTask):
@@ -323,7 +240,7 @@ class WorkerSourceTask(WorkerTask):
         last_key_topic = last_key_schema = key_bytes = None
         # Consecutive records for one topic (and partition) without timestamp or headers go
         # to librdkafka in one produce_batch call; the others one produce() each.
-        out_run = _Pending(self, batch)
+        out_run = PendingRecords(batch, produce, self._produce, self._produce_batch)
         skipped = 0
         for record in records:
             try:
@@ -365,7 +282,7 @@ class WorkerSourceTask(WorkerTask):
                 partition = UNASSIGNED
                 if sticky is not None and key is None:
                     # Keyless: this batch's partition of the topic; only the last such
-                    # record per topic needs a delivery report (see _Pending).
+                    # record per topic needs a delivery report (see PendingRecords).
                     partition = sticky_partition.get(topic, -2)
                     if partition == -2:
                         partition = sticky_partition[topic] = sticky.choose(topic)
