@@ -169,7 +169,13 @@ def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path
 def shortage(worker: WorkerProcess, client: httpx.Client, names: list[str],
              args: argparse.Namespace) -> dict[str, Any]:
     """With too few descriptors: does the REST API answer, and is the shortage visible?"""
-    time.sleep(args.settle + 10)
+    def settled() -> bool:  # every task started or refused
+        body = client.get("/connectors?expand=status", timeout=120).json()
+        return len(body) == len(names) and all(
+            info["status"]["tasks"] and all(t["state"] in ("RUNNING", "FAILED")
+                                            for t in info["status"]["tasks"])
+            for info in body.values())
+    wait_until(settled, timeout=300, interval=0.5, message="every task RUNNING or FAILED")
     load = http_load(f"{worker.url}/connectors/{names[0]}/status", args.duration)
     health = client.get("/health")
     body = client.get("/connectors?expand=status", timeout=120).json()

@@ -154,8 +154,10 @@ class WorkerConnector:
                 command, arg, future = self._commands.popleft()
             try:
                 self._handle(command, arg, future)
-            except Exception:  # noqa: BLE001 - never leave the queue without a thread
+            except Exception as exc:  # noqa: BLE001 - never leave the queue without a thread
                 log.exception("Connector %s: %s failed", self.name, command)
+                if future is not None and not future.done():
+                    future.set_exception(exc)  # its caller waits on it
 
     def _handle(self, command: str, arg: Any, future: Future[Any] | None) -> None:
         if self._shut_down.is_set():

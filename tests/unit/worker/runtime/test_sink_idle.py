@@ -5,10 +5,10 @@ about once per offset.flush.interval.ms, however often its consumer wakes up."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
+from tests.support import wait_until
 from worker.api import SinkRecord, SinkTask
 from worker.connectors.converters import StringConverter
 from worker.runtime.chain import TransformationChain
@@ -22,14 +22,16 @@ class _Status:
 
 
 class IdleConsumer:
-    """Nothing ever arrives; each consume() returns after a short wait, as a timeout."""
+    """Nothing ever arrives; each consume() returns after a short wait (a 5 ms timeout, or
+    at once when the task stops)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stopping: threading.Event) -> None:
         self.consumes = 0
+        self._stopping = stopping
 
     def consume(self, _num: int, _timeout: float) -> list[Any]:
         self.consumes += 1
-        time.sleep(0.005)  # stands in for librdkafka's wait
+        self._stopping.wait(0.005)
         return []
 
     def commit(self, *args: Any, **kwargs: Any) -> None:
@@ -57,14 +59,13 @@ def test_an_idle_sink_gets_put_once_per_commit_interval_not_per_wake() -> None:
         consumer_config={}, topics=["t"], topics_regex="", key_converter=StringConverter(),
         value_converter=StringConverter(), chain=TransformationChain([]),
         offset_flush_interval_ms=200)
-    consumer = IdleConsumer()
+    consumer = IdleConsumer(task.stopping)
     task._consumer = consumer  # type: ignore[assignment]
     loop = threading.Thread(target=task.execute)
     loop.start()
     try:
-        deadline = time.monotonic() + 10
-        while len(sink.puts) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)  # poll interval of a bounded wait
+        wait_until(lambda: len(sink.puts) >= 3, timeout=10, interval=0.05,
+                   message=lambda: f"three put() calls; have {sink.puts}")
     finally:
         task.stopping.set()
         loop.join(5)
