@@ -85,6 +85,9 @@ class Worker:
         self.status = StatusReporter(status_store, worker_id)
         self.connectors: dict[str, WorkerConnector] = {}
         self.tasks: dict[TaskId, WorkerTask] = {}
+        # connector → its running task ids: the herder asks once per connector and
+        # reconcile, which must not scan every task of the worker (O(N²) at 500 tasks).
+        self._task_ids: dict[str, set[TaskId]] = {}
         self._graceful_s = config.get("task.shutdown.graceful.timeout.ms") / 1000
         # /metrics (worker.runtime.metrics_collector): Kafka's metrics.sample.window.ms and
         # metrics.num.samples shape every windowed rate, average and maximum.
@@ -200,11 +203,18 @@ class Worker:
         worker_task.connector_config = dict(connector_config)
         worker_task.stored_task_config = dict(task_config)
         self.tasks[task_id] = worker_task
+        self._task_ids.setdefault(task_id.connector, set()).add(task_id)
         worker_task.start()
 
     def stop_tasks(self, task_ids: list[TaskId]) -> None:
         """Stop tasks in parallel and wait at most the graceful timeout overall."""
         stopping = [self.tasks.pop(t) for t in task_ids if t in self.tasks]
+        for worker_task in stopping:
+            ids = self._task_ids.get(worker_task.id.connector)
+            if ids is not None:
+                ids.discard(worker_task.id)
+                if not ids:
+                    del self._task_ids[worker_task.id.connector]
         for worker_task in stopping:
             worker_task.stop()
         for worker_task in stopping:
@@ -224,7 +234,7 @@ class Worker:
                 worker_task.seen_topics = set()  # a new set: the task thread may iterate
 
     def task_ids(self, connector: str) -> list[TaskId]:
-        return sorted(t for t in self.tasks if t.connector == connector)
+        return sorted(self._task_ids.get(connector, ()))
 
     def stop(self) -> None:
         self.stop_tasks(list(self.tasks))
