@@ -8,11 +8,12 @@ import json
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from worker.api.exceptions import ConnectException
-from worker.runtime.fd_budget import FDS_PER_TASK, RESERVE_FDS, FdBudget, describe
+from worker.runtime.fd_budget import FDS_PER_TASK, RESERVE_FDS, FdBudget, describe, open_fds
 
 LIMIT = 300
 
@@ -78,3 +79,10 @@ def test_the_soft_limit_is_raised_to_the_hard_limit() -> None:
     assert now == actual and now > 256
     if hard != -1:  # RLIM_INFINITY: raised to a large value instead
         assert now == hard
+
+
+def test_open_fds_counts_a_descriptor_this_process_opens(tmp_path: Path) -> None:
+    before = open_fds()
+    with (tmp_path / "f").open("w"):
+        assert open_fds() == before + 1
+    assert open_fds() == before
