@@ -8,8 +8,11 @@ the same worker):
 - ``GET /connectors/{c}/status`` under 8 keep-alive clients (``http_load.py``, its own
   process): p99 and requests/s;
 - ``GET /connectors?expand=status`` (median of 5);
-- the worker's CPU over ``--idle`` seconds with no REST traffic (% of one core), threads,
-  RSS and open file descriptors, from ``/proc``;
+- the worker's CPU over ``--idle`` seconds with no REST traffic (% of one core), split by
+  thread kind (librdkafka's threads name themselves), and the broker's CPU over the same
+  window; threads, RSS and open file descriptors, from ``/proc``;
+- how busy the machine's two cores were while the REST load ran (generator, worker and
+  broker share them);
 - the time the N creates took (one ``PUT`` after the other) and the time from the last
   create to every connector and task RUNNING.
 
@@ -59,23 +62,82 @@ def proc_figures(pid: int) -> dict[str, float]:
             "fds": len(os.listdir(f"/proc/{pid}/fd"))}
 
 
+def thread_counters(pid: int) -> dict[str, tuple[float, int]]:
+    """CPU seconds and context switches (voluntary and not) of the process's live threads,
+    summed by kind: librdkafka's threads name themselves (``rdk:main``, ``rdk:broker<id>``
+    for a broker connection, ``rdk:broker-1`` for the internal and bootstrap brokers);
+    every other thread (the REST server, the herder, task and connector threads) is
+    ``python``. A context switch is roughly one wake-up. CPU time is the scheduler's
+    (``schedstat``, in ns): a thread's tick-sampled utime + stime misses most of the short
+    runs of a thread that wakes briefly many times a second, as librdkafka's do."""
+    kinds: dict[str, tuple[float, int]] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+            run_ns = int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+        except OSError:  # the thread ended meanwhile
+            continue
+        switches = sum(int(value) for key, _, value in
+                       (line.partition(":") for line in status.splitlines())
+                       if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
+        kind = ("rdk:main" if name == "rdk:main"
+                else "rdk:broker-1" if name.startswith("rdk:broker-")
+                else "rdk:broker" if name.startswith("rdk:broker")
+                else "rdk:other" if name.startswith("rdk:")
+                else "python")
+        cpu, count = kinds.get(kind, (0.0, 0))
+        kinds[kind] = (cpu + run_ns / 1e9, count + switches)
+    return kinds
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
-def cpu_percent(pid: int, seconds: float) -> float:
-    """The process's CPU over ``seconds`` of wall time, in % of one core."""
-    before, started = cpu_seconds(pid), time.monotonic()
+def cpu_percent(pid: int, seconds: float, broker_pid: int | None = None
+                ) -> dict[str, Any]:
+    """The process's CPU over ``seconds`` of wall time, in % of one core; its split by
+    thread kind (threads alive at both ends of the window); and the broker's CPU over the
+    same window (it shares this machine's two cores with the worker)."""
+    before, threads, started = cpu_seconds(pid), thread_counters(pid), time.monotonic()
+    broker_before = cpu_seconds(broker_pid) if broker_pid else 0.0
     time.sleep(seconds)  # the measurement window itself
-    return round(100 * (cpu_seconds(pid) - before) / (time.monotonic() - started), 1)
+    elapsed = time.monotonic() - started
+    after = thread_counters(pid)
+    figures: dict[str, Any] = {
+        "cpu_pct": round(100 * (cpu_seconds(pid) - before) / elapsed, 1),
+        "cpu_by_thread": {kind: round(100 * (cpu - threads.get(kind, (0.0, 0))[0]) / elapsed, 1)
+                          for kind, (cpu, _) in sorted(after.items())},
+        "switches_per_s_by_thread": {
+            kind: round((count - threads.get(kind, (0.0, 0))[1]) / elapsed)
+            for kind, (_, count) in sorted(after.items())}}
+    if broker_pid:
+        figures["broker_cpu_pct"] = round(
+            100 * (cpu_seconds(broker_pid) - broker_before) / elapsed, 1)
+    return figures
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine since boot, from ``/proc/stat``."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
 
 
 def http_load(url: str, duration: float, concurrency: int = 8) -> dict[str, Any]:
+    """The load generator's figures, and how busy the machine's cores were meanwhile (the
+    generator, the worker and the broker share them)."""
+    busy, total = machine_ticks()
     out = subprocess.run([sys.executable, str(LOAD), url, "--concurrency", str(concurrency),
                           "--duration", str(duration)],
                          capture_output=True, text=True, timeout=duration + 120, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    busy_after, total_after = machine_ticks()
+    figures: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    figures["machine_busy_pct"] = round(100 * (busy_after - busy) / max(total_after - total, 1),
+                                        1)
+    return figures
 
 
 def expand_status_ms(client: httpx.Client, rounds: int = 5) -> float:
@@ -122,8 +184,8 @@ def create(client: httpx.Client, work: Path, n: int, run: str) -> list[str]:
     return names
 
 
-def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path
-                 ) -> dict[str, Any]:
+def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path,
+                 broker_pid: int | None = None) -> dict[str, Any]:
     port = free_port()
     run = f"n{n}-{os.getpid()}-{int(time.time())}"
     props = write_properties(work / f"{run}.properties", {
@@ -149,7 +211,7 @@ def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path
         row["running_after_s"] = round(time.monotonic() - created, 1)
         time.sleep(args.settle)  # consumer groups join, first commits: not steady state
         row["running"] = {**proc_figures(worker.pid),
-                          "cpu_pct": cpu_percent(worker.pid, args.idle),
+                          **cpu_percent(worker.pid, args.idle, broker_pid),
                           "expand_status_ms": expand_status_ms(client),
                           "load": http_load(f"{worker.url}/connectors/{names[0]}/status",
                                             args.duration)}
@@ -159,7 +221,7 @@ def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path
                    message=f"{n} connectors STOPPED")
         time.sleep(5)  # the issue's "5 s after a stop"
         row["stopped"] = {**proc_figures(worker.pid),
-                          "cpu_pct": cpu_percent(worker.pid, args.idle),
+                          **cpu_percent(worker.pid, args.idle, broker_pid),
                           "expand_status_ms": expand_status_ms(client),
                           "load": http_load(f"{worker.url}/connectors/{names[0]}/status",
                                             args.duration)}
@@ -200,7 +262,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"{'tasks':>6} {'p99 run':>9} {'p99 stop':>9} {'req/s run':>10} {'req/s stop':>10} "
           f"{'expand run':>11} {'expand stop':>11} {'cpu run':>8} {'cpu stop':>8} "
           f"{'thr run':>8} {'thr stop':>8} {'RSS run':>8} {'fds run':>8} {'fds stop':>8} "
-          f"{'RUNNING':>8}")
+          f"{'RUNNING':>8} {'broker':>7}")
     for row in rows:
         if "running" not in row:
             continue
@@ -210,7 +272,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
               f"{run['expand_status_ms']:>9.1f}ms {stop['expand_status_ms']:>9.1f}ms "
               f"{run['cpu_pct']:>7.1f}% {stop['cpu_pct']:>7.1f}% {run['threads']:>8} "
               f"{stop['threads']:>8} {run['rss_mb']:>6.0f}MB {run['fds']:>8} {stop['fds']:>8} "
-              f"{row['running_after_s']:>7.1f}s")
+              f"{row['running_after_s']:>7.1f}s {run.get('broker_cpu_pct', 0):>6.1f}%")
 
 
 def main() -> None:
@@ -231,7 +293,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp, EmbeddedBroker() as broker:
         for n in sizes:
             print(f"--- {n} tasks", flush=True)
-            rows.append(measure_size(broker.bootstrap_servers, n, args, Path(tmp)))
+            rows.append(measure_size(broker.bootstrap_servers, n, args, Path(tmp),
+                                    broker.pid))
             print(json.dumps(rows[-1]), flush=True)
     print_table(rows)
     result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
