@@ -43,8 +43,8 @@ NO_DELIVERY_TIMEOUT_MS = 2_147_483_647
 
 
 # KIP-714 client metrics pushed to the broker: librdkafka builds their latency histograms
-# in every client whether or not the broker asks for them, about 250 kB per client (half of
-# an idle task's client memory; 125 MB at 500 tasks). Off for task clients unless a
+# in every client whether or not the broker asks for them, about 250 kB per client (40 % of
+# an idle task client's memory; 100 MB of RSS at 500 tasks). Off for task clients unless a
 # ``producer.``/``consumer.``/``admin.`` key or a connector override turns it on; Apache
 # Kafka's clients default to on.
 METRICS_PUSH = {"enable.metrics.push": "false"}
