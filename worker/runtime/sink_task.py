@@ -32,6 +32,7 @@ from worker.runtime.error_handling import (
     RetryInterrupted,
     RetryWithToleranceOperator,
 )
+from worker.runtime.idle_poller import IdlePoller
 from worker.runtime.kafka_clients import CLIENT_LOG
 from worker.runtime.sink_errors import TIMESTAMP_TYPES, SinkErrorHandler
 from worker.runtime.status import StatusReporter
@@ -46,6 +47,11 @@ log = logging.getLogger(__name__)
 #: (Kafka's default there is 500; larger batches cost less per record here).
 MAX_BATCH = 2000
 POLL_TIMEOUT_S = 0.2
+#: Empty polls in a row (of POLL_TIMEOUT_S) after which a sink parks its consumer with the
+#: worker's IdlePoller; a sink that was never assigned a partition waits longer, so that
+#: its first assignment (the connector's open()) runs on its own thread.
+PARK_AFTER_EMPTY_POLLS = 5
+PARK_UNASSIGNED_AFTER_EMPTY_POLLS = 50
 
 
 class _Context(SinkTaskContext):
@@ -99,11 +105,21 @@ class WorkerSinkTask(WorkerTask):
                  dlq: DeadLetterQueueReporter | None = None,
                  on_topic: Callable[[str], None] | None = None,
                  metrics: TaskMetrics | None = None,
-                 max_poll_records: int | None = None) -> None:
+                 max_poll_records: int | None = None,
+                 idle_poller: IdlePoller | None = None) -> None:
         super().__init__(task_id, task, task_config, target_state, status, on_topic, metrics)
         self.sink_task: SinkTask = task
         self._consumer_config = consumer_config
         self._max_batch = max_poll_records or MAX_BATCH
+        # Idle, the consumer is watched by the worker's poller and this thread sleeps on
+        # _wake (worker.runtime.idle_poller); None: this thread polls all the time.
+        self._idle_poller = idle_poller
+        self._wake = threading.Event()
+        self._empty_polls = 0
+        # The rebalance protocol, which decides how on_assign assigns: KIP-848's consumer
+        # protocol and the cooperative-sticky assignor are incremental.
+        self._cooperative = consumer_config.get("group.protocol") == "consumer" or \
+            "cooperative" in consumer_config.get("partition.assignment.strategy", "")
         self._subscription = [subscription_pattern(topics_regex)] if topics_regex \
             else list(topics)
         self._key_converter = key_converter
@@ -151,19 +167,35 @@ class WorkerSinkTask(WorkerTask):
         if self._consumer is not None and partitions:
             getattr(self._consumer, method)([KafkaTopicPartition(t, p) for t, p in partitions])
 
-    # --- rebalance callbacks (run inside consume(), on this thread) ---------------------
+    # --- rebalance callbacks: inside consume(), on this thread or, parked, the poller's ---
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        self._wake.set()  # parked: the task takes its consumer back (idle_poller)
         assigned = [TopicPartition(p.topic, p.partition) for p in partitions]
         log.info("Task %s: assigned partitions %s", self.id,
                  ", ".join(f"{p.topic}-{p.partition}" for p in partitions))
         self.assignment.update(assigned)
         self.metrics.partition_count = len(self.assignment)
         self.sink_task.open(assigned)
+        # As Kafka, the offsets open() asked for (SinkTaskContext.offset) apply before
+        # anything is read. librdkafka cannot seek a partition before its assignment is
+        # applied, so the partitions are assigned at those offsets here.
+        rewinds = self._context.rewinds
+        if any(tp in rewinds for tp in assigned):
+            for p in partitions:
+                offset = rewinds.pop(TopicPartition(p.topic, p.partition), None)
+                if offset is not None:
+                    p.offset = offset
+                    self._current[TopicPartition(p.topic, p.partition)] = offset
+            if self._cooperative:
+                consumer.incremental_assign(partitions)
+            else:
+                consumer.assign(partitions)
         if self._paused:
             consumer.pause(partitions)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        self._wake.set()  # parked: the task takes its consumer back (idle_poller)
         revoked = [TopicPartition(p.topic, p.partition) for p in partitions]
         if not self.failed:  # a failed task's put() may not have been flushed
             committed = self._commit(only=set(revoked))
@@ -173,6 +205,7 @@ class WorkerSinkTask(WorkerTask):
         self._close_partitions(revoked)
 
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        self._wake.set()  # parked: the task takes its consumer back (idle_poller)
         # Lost partitions may already belong to another member: never commit for them.
         self._close_partitions([TopicPartition(p.topic, p.partition) for p in partitions])
 
@@ -195,11 +228,10 @@ class WorkerSinkTask(WorkerTask):
         while not self.stopping.is_set():
             self._apply_target_state(consumer)
             self._apply_rewinds(consumer)
-            messages = consumer.consume(self._max_batch, POLL_TIMEOUT_S)
+            messages = self._poll(consumer, next_commit)
             if messages:
                 self.metrics.record_read(len(messages))
-                records, positions, poison = self._convert(
-                    cast("list[ConsumedMessage]", messages))
+                records, positions, poison = self._convert(messages)
                 if self._deliver(records):
                     # Only records put() may be committed: a batch abandoned by a stop
                     # must be consumed again, not skipped.
@@ -226,6 +258,35 @@ class WorkerSinkTask(WorkerTask):
                 self._commit()
                 self._errors.raise_if_failed()
                 next_commit = time.monotonic() + self._flush_interval_s
+
+    def _poll(self, consumer: Consumer, next_commit: float) -> list[ConsumedMessage]:
+        """The next messages: polled on this thread, or, once idle, by the worker's
+        poller while this thread sleeps until records come, the task is stopped, paused or
+        resumed, or the next commit is due."""
+        poller = self._idle_poller
+        if poller is None or self._empty_polls < (
+                PARK_AFTER_EMPTY_POLLS if self.assignment
+                else PARK_UNASSIGNED_AFTER_EMPTY_POLLS):
+            messages = cast("list[ConsumedMessage]",
+                            consumer.consume(self._max_batch, POLL_TIMEOUT_S))
+            self._empty_polls = 0 if messages else self._empty_polls + 1
+            return messages
+        self._wake.clear()
+        # stop() and transition_to() set the event after the change: checked after the
+        # clear, neither can be missed.
+        if self.stopping.is_set() or self._context.commit_requested or self._context.rewinds \
+                or (self.target_state is TargetState.PAUSED) != self._paused:
+            return []
+        parking = poller.park(consumer, self._max_batch, self._wake)
+        try:
+            self._wake.wait(max(next_commit - time.monotonic(), 0.0))
+        finally:
+            poller.unpark(parking)
+        if parking.error is not None:
+            raise parking.error
+        if parking.messages:
+            self._empty_polls = 0
+        return cast("list[ConsumedMessage]", parking.messages)
 
     def _apply_target_state(self, consumer: Consumer) -> None:
         want_paused = self.target_state is TargetState.PAUSED
@@ -354,6 +415,7 @@ class WorkerSinkTask(WorkerTask):
         super().transition_to(target)
         if target is TargetState.PAUSED:
             self._retry_interrupt.set()  # a retry in progress ends; the record waits
+        self._wake.set()  # a parked task applies it at once
 
     def _warn_once(self, error: KafkaError) -> None:
         if error.code() not in self._warned:
@@ -436,11 +498,13 @@ class WorkerSinkTask(WorkerTask):
             for tp, committed in self._committed.items()))
 
     def _interrupt(self) -> None:
-        """Stopping needs no call into the plugin, only a retry's backoff is ended: the
-        loop sees ``stopping`` within one poll (``POLL_TIMEOUT_S``). Calling the sink's
+        """Stopping needs no call into the plugin, only a retry's backoff is ended and a
+        parked task woken: the loop sees ``stopping`` within one poll (``POLL_TIMEOUT_S``)
+        or at once when parked. Calling the sink's
         stop() from another thread, as for sources, could close its resources under a
         running put(): records the task then drops would still be committed."""
         self._retry_interrupt.set()
+        self._wake.set()
 
     def close(self) -> None:
         consumer = self._consumer

@@ -25,6 +25,7 @@ from worker.runtime.connector_config import TASKS_MAX_ENFORCE
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
 from worker.runtime.error_handling import ErrorHandlingConfig
 from worker.runtime.fd_budget import FdBudget
+from worker.runtime.idle_poller import IdlePoller
 from worker.runtime.offsets import StoreOffsetReader
 from worker.runtime.sampled_stat import MetricWindow
 from worker.runtime.sink_task import WorkerSinkTask
@@ -96,6 +97,8 @@ class Worker:
         self.metrics = WorkerMetrics(self.metric_window)
         # Task starts that would leave too few file descriptors fail, naming the limit.
         self.fd_budget = FdBudget(tasks=lambda: len(self.tasks))
+        # Idle sink tasks park their consumers here and sleep: one thread polls them all.
+        self.idle_poller = IdlePoller()
 
     # --- connectors ----------------------------------------------------------------------
 
@@ -292,7 +295,8 @@ class Worker:
                 offset_flush_interval_ms=flush_ms, error_config=errors,
                 dlq=self._dead_letter_queue(task_id, connector_config, errors, metrics),
                 on_topic=on_topic, metrics=metrics,
-                max_poll_records=kafka_clients.max_poll_records(self.config, connector_config))
+                max_poll_records=kafka_clients.max_poll_records(self.config, connector_config),
+                idle_poller=self.idle_poller)
         raise TypeError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
     def _dead_letter_queue(self, task_id: TaskId, connector_config: Mapping[str, str],
