@@ -38,6 +38,7 @@ from worker.rest.security.extensions import RestSecurity, rest_security
 from worker.rest.server import Listener, RestServer, parse_listeners
 from worker.runtime import kafka_clients
 from worker.runtime.client_check import check_worker_clients
+from worker.runtime.client_metrics import WorkerClientStats
 from worker.runtime.loggers import Loggers
 from worker.runtime.metrics_collector import ConnectMetricsCollector
 from worker.runtime.worker import Worker
@@ -234,27 +235,40 @@ def build_distributed(config: DistributedConfig, registry: PluginRegistry | None
     config_store = KafkaConfigBackingStore(config)
     offset_store = KafkaOffsetBackingStore(config)
     status_store = KafkaStatusBackingStore(config)
+    # The internal topics' clients report librdkafka's statistics to /metrics, with the
+    # task clients' statistics.interval.ms; not built when nothing would serve them.
+    client_stats = WorkerClientStats() if config.get("rest.metrics.enabled") else None
+    if client_stats is not None:
+        interval_ms = kafka_clients.statistics_interval_ms(config)
+        for store in (config_store, offset_store, status_store):
+            store.report_statistics(client_stats.listener(f"topic '{store.topic}'"),
+                                    interval_ms)
     worker = Worker(worker_id(config), config, registry, offset_store, status_store)
     herder = DistributedHerder(config, registry, worker, config_store, offset_store,
                                status_store, url=advertised_url(config),
                                kafka_cluster_id=cluster_id, loggers=Loggers())
     app, server, security = rest_layer(config, registry, herder,
                                        metrics_registry(config, worker,
-                                                        herder.rebalance_metrics))
+                                                        herder.rebalance_metrics,
+                                                        client_stats))
     wire_dynamic_config(herder, app, server)
     herder.use_inter_worker_tls(server.client_ssl_context)
     return Connect(config, herder, server, security)
 
 
 def metrics_registry(config: WorkerConfig, worker: Worker,
-                     rebalance: RebalanceMetrics | None = None) -> CollectorRegistry | None:
+                     rebalance: RebalanceMetrics | None = None,
+                     worker_clients: WorkerClientStats | None = None
+                     ) -> CollectorRegistry | None:
     """What ``/metrics`` serves: the worker's metrics (and, distributed, the rebalance
-    metrics) in a registry of their own; None when ``rest.metrics.enabled`` is false."""
+    metrics and the internal topics' client metrics) in a registry of their own; None
+    when ``rest.metrics.enabled`` is false."""
     if not config.get("rest.metrics.enabled"):
         return None
     # No auto_describe: the collector's families depend on what runs at scrape time.
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ConnectMetricsCollector(worker, time.monotonic, rebalance))
+    registry.register(ConnectMetricsCollector(worker, time.monotonic, rebalance,
+                                              worker_clients))
     return registry
 
 

@@ -2,8 +2,9 @@
 client's own parser.
 
 One worker serves the module: ``SequenceGenerator`` → a topic → ``FileStreamSink`` with
-``errors.tolerance=all``; one record in the topic is not JSON, so the sink's converter
-fails on it and the task-error metrics count it. Two scrapes, some seconds apart, must show
+``errors.tolerance=all`` and a dead letter queue; one record in the topic is not JSON, so
+the sink's converter fails on it, the task-error metrics count it and it goes to the dead
+letter queue. Two scrapes, some seconds apart, must show
 Kafka Connect's named metrics moving, with the ``connector`` and ``task`` labels, and the
 task clients' own metrics (librdkafka's statistics, every second here: the worker's
 ``metrics.sample.window.ms`` is 1 s, with 30 samples so that the windowed metrics still span
@@ -34,6 +35,7 @@ pytestmark = pytest.mark.integration
 
 SOURCE, SINK = unique_name("metrics-src"), unique_name("metrics-sink")
 TOPIC = unique_name("metrics")
+DLQ = unique_name("metrics-dlq")
 # The task clients' statistics.interval.ms defaults to metrics.sample.window.ms.
 WORKER_OVERRIDES = {"metrics.sample.window.ms": 1000, "metrics.num.samples": 30}
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
@@ -69,7 +71,9 @@ def pipeline(worker: WorkerProcess, kafka_admin: Any, kafka_bootstrap: str,
         SOURCE: {"connector.class": "SequenceGenerator", "topic": topic, "tasks.max": "1",
                  "rate": "200", "batch.size": "20", "count": "-1"},
         SINK: {"connector.class": "FileStreamSink", "topics": topic, "file": str(sink_file),
-               "errors.tolerance": "all", "errors.log.enable": "true"},
+               "errors.tolerance": "all", "errors.log.enable": "true",
+               "errors.deadletterqueue.topic.name": DLQ,
+               "errors.deadletterqueue.topic.replication.factor": "1"},
     }.items():
         response = client.put(f"/connectors/{name}/config", json=config)
         assert response.status_code == 201, response.text
@@ -113,7 +117,8 @@ def test_sink_worker_and_error_metrics_move_as_the_pipeline_runs(
     assert task_value(second, "connector_task_metrics_batch_size_max", SINK) >= 1
     assert 0 < task_value(second, "connector_task_metrics_running_ratio", SINK) <= 1
     # The record that is not JSON: failed for good, skipped (errors.tolerance=all), logged.
-    for name in ("total_record_errors", "total_records_skipped", "total_errors_logged"):
+    for name in ("total_record_errors", "total_records_skipped", "total_errors_logged",
+                 "deadletterqueue_produce_requests"):
         assert task_value(second, f"task_error_metrics_{name}", SINK) == 1, name
     assert task_value(second, "task_error_metrics_last_error_timestamp", SINK) > 0
     # Both tasks run here: worker counts, startups, statuses, connector info.
@@ -198,10 +203,21 @@ def test_task_clients_metrics_from_librdkafka_statistics(pipeline: httpx.Client)
     assert client_value(second, PRODUCER + "outgoing_byte_total", producer, SOURCE) > 0
     latency = client_value(second, PRODUCER + "request_latency_avg", producer, SOURCE)
     assert latency != latency or latency > 0  # NaN: no request answered in the interval
-    # Each task reports its own client only: no producer series for the sink, and the
-    # other way round.
-    assert not any(("connector", SINK) in labels
-                   for labels in second[PRODUCER + "record_send_total"])
+    # Each task reports its own clients only: the sink's one producer is its dead letter
+    # queue's, which sent the record that is not JSON; no consumer series for the source.
+    dlq_producer = f"connector-dlq-producer-{SINK}-0"
+
+    def dlq_reported() -> Samples | None:
+        # Its statistics are served after a commit attempt, one interval after it started.
+        samples = scrape(pipeline)
+        sent = client_value(samples, PRODUCER + "record_send_total", dlq_producer, SINK)
+        return samples if sent else None
+
+    third = wait_until(dlq_reported, timeout=15, ignore=(KeyError,),
+                       message="the dead letter queue's send")
+    assert client_value(third, PRODUCER + "record_send_total", dlq_producer, SINK) == 1
+    assert [dict(labels)["client_id"] for labels in third[PRODUCER + "record_send_total"]
+            if ("connector", SINK) in labels] == [dlq_producer]
     assert not any(("connector", SOURCE) in labels
                    for labels in second[CONSUMER + "records_consumed_total"])
 

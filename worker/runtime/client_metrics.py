@@ -1,16 +1,23 @@
-"""Client metrics of a task's Kafka client (a sink task's consumer, a source task's
-producer), read from librdkafka's statistics; names and meanings in docs/metrics.md,
-"Client metrics".
+"""Client metrics of the worker's Kafka clients, read from librdkafka's statistics; names
+and meanings in docs/metrics.md, "Task clients (librdkafka statistics)".
+
+Whose: a task's own client (a sink task's consumer, a source task's producer), a sink
+task's dead letter queue producer, and in distributed mode the worker's internal-topic
+clients (the config, offset and status logs' producers and consumers).
 
 librdkafka builds a JSON document every ``statistics.interval.ms`` (``kafka_clients`` sets
-it for task clients) and hands it to the client's ``stats_cb`` from the call that serves the
-client — ``consume()`` or ``poll()``, on the task's thread. ``StatsListener`` parses it
-there, once per interval and never per record, into a small immutable snapshot
-(``ConsumerStats``, ``ProducerStats``) that replaces ``TaskMetrics.client_stats`` in one
-attribute assignment, without a lock. At scrape time ``client_families`` turns the current
-snapshots into Prometheus families named as the usual JMX-exporter rules name the Java
-clients' MBeans: ``kafka_consumer_consumer_fetch_manager_metrics_<name>`` and
-``kafka_producer_producer_metrics_<name>``, ``-`` → ``_``.
+it for task clients, the composition root for the internal ones) and hands it to the
+client's ``stats_cb`` from the call that serves the client — ``consume()``, ``poll()`` or
+``flush()``, on whichever thread makes that call. A listener parses it there, once per
+interval and never per record, into a small immutable snapshot (``ConsumerStats``,
+``ProducerStats``) kept in one attribute or dict assignment, without a lock:
+``TaskMetrics.client_stats`` (``StatsListener``), ``ErrorMetrics.dlq_client_stats``
+(``DeadLetterQueueStatsListener``), or per client id in ``WorkerClientStats``. At scrape
+time ``client_families`` turns the current snapshots into Prometheus families named as the
+usual JMX-exporter rules name the Java clients' MBeans:
+``kafka_consumer_consumer_fetch_manager_metrics_<name>`` and
+``kafka_producer_producer_metrics_<name>``, ``-`` → ``_``; each family once, with the
+samples of every client.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 if TYPE_CHECKING:
-    from worker.runtime.task_metrics import TaskMetrics
+    from worker.runtime.task_metrics import ErrorMetrics, TaskMetrics
 
 log = logging.getLogger(__name__)
 
@@ -141,31 +148,108 @@ def parse_stats(text: str | bytes) -> ClientStats | None:
     return None
 
 
-class StatsListener:
-    """A task client's ``stats_cb``: keeps the latest snapshot on the task's metrics."""
+class _Listener:
+    """A client's ``stats_cb``: parses each document and keeps the snapshot (``_keep``)."""
 
-    __slots__ = ("_metrics", "_warned")
+    __slots__ = ("_warned",)
 
-    def __init__(self, metrics: TaskMetrics) -> None:
-        self._metrics = metrics
+    def __init__(self) -> None:
         self._warned = False
 
     def __call__(self, stats_json: str) -> None:
-        # Called inside the client's consume()/poll() on the task thread: an exception
-        # leaving this callback is raised again by that call and would fail the task, so
-        # none may. A document that cannot be read keeps the previous snapshot.
+        # Called inside the client's consume()/poll()/flush(): an exception leaving this
+        # callback is raised again by that call and would fail the task (or end an
+        # internal log's thread), so none may. A document that cannot be read keeps the
+        # previous snapshot.
         try:
             snapshot = parse_stats(stats_json)
+            if snapshot is not None:
+                self._keep(snapshot)
         except Exception as exc:
-            if not self._warned:  # once per client: the next documents fail alike
+            if not self._warned:  # once per listener: the next documents fail alike
                 self._warned = True
-                log.warning("Task %s-%d: librdkafka's statistics could not be read, so "
-                            "its client metrics are not updated: %s: %s",
-                            self._metrics.connector, self._metrics.task,
+                log.warning("%s: librdkafka's statistics could not be read, so its client "
+                            "metrics are not updated: %s: %s", self._owner(),
                             type(exc).__name__, exc)
-            return
-        if snapshot is not None:
-            self._metrics.client_stats = snapshot
+
+    def _keep(self, snapshot: ClientStats) -> None:
+        raise NotImplementedError
+
+    def _owner(self) -> str:
+        raise NotImplementedError
+
+
+class StatsListener(_Listener):
+    """A task client's ``stats_cb``: keeps the latest snapshot on the task's metrics."""
+
+    __slots__ = ("_metrics",)
+
+    def __init__(self, metrics: TaskMetrics) -> None:
+        super().__init__()
+        self._metrics = metrics
+
+    def _keep(self, snapshot: ClientStats) -> None:
+        self._metrics.client_stats = snapshot
+
+    def _owner(self) -> str:
+        return f"Task {self._metrics.connector}-{self._metrics.task}"
+
+
+class DeadLetterQueueStatsListener(_Listener):
+    """The ``stats_cb`` of a sink task's dead letter queue producer: keeps the latest
+    snapshot on the task's error metrics (``ErrorMetrics.dlq_client_stats``)."""
+
+    __slots__ = ("_metrics", "_task")
+
+    def __init__(self, metrics: ErrorMetrics, task: str) -> None:
+        super().__init__()
+        self._metrics = metrics
+        self._task = task  # "{connector}-{task}", for the warning
+
+    def _keep(self, snapshot: ClientStats) -> None:
+        self._metrics.dlq_client_stats = snapshot
+
+    def _owner(self) -> str:
+        return f"Task {self._task}: the dead letter queue producer"
+
+
+class WorkerClientStats:
+    """The latest snapshot of each of the worker's own clients (the internal topics'
+    producers and consumers in distributed mode), by client id; exported with empty
+    ``connector`` and ``task`` labels.
+
+    ``listener(name)`` is the ``stats_cb`` handed to the clients of one internal topic
+    (``TopicBackedStore.report_statistics``); their threads replace a client's snapshot in
+    one dict assignment, and a scrape copies the dict (``snapshots``).
+    """
+
+    __slots__ = ("_latest",)
+
+    def __init__(self) -> None:
+        self._latest: dict[str, ClientStats] = {}
+
+    def listener(self, name: str) -> Callable[[str], None]:
+        """The ``stats_cb`` of the clients of ``name`` (e.g. an internal topic's name):
+        one warning for them when their statistics cannot be read."""
+        return _WorkerClientListener(self._latest, name)
+
+    def snapshots(self) -> list[ClientStats]:
+        return list(dict(self._latest).values())  # a C-level copy: safe while they change
+
+
+class _WorkerClientListener(_Listener):
+    __slots__ = ("_latest", "_name")
+
+    def __init__(self, latest: dict[str, ClientStats], name: str) -> None:
+        super().__init__()
+        self._latest = latest
+        self._name = name
+
+    def _keep(self, snapshot: ClientStats) -> None:
+        self._latest[snapshot.client_id] = snapshot
+
+    def _owner(self) -> str:
+        return f"The worker's clients of {self._name}"
 
 
 # --- Prometheus families, at scrape time ---------------------------------------------------
@@ -199,38 +283,45 @@ def _family(prefix: str, name: str, doc: str, labels: Iterable[str]
     return kind(full, doc, labels=list(labels))
 
 
-def _labels(m: TaskMetrics, stats: ClientStats) -> list[str]:
-    return [stats.client_id, m.connector, str(m.task)]
+Member = tuple[list[str], Any]  # a client's label values (LABELS) and its snapshot
 
 
-def client_families(tasks: Iterable[TaskMetrics]) -> Iterator[Metric]:
-    """The client families of the tasks whose client has produced statistics."""
-    consumers: list[tuple[TaskMetrics, ConsumerStats]] = []
-    producers: list[tuple[TaskMetrics, ProducerStats]] = []
-    for m in sorted(tasks, key=lambda m: (m.connector, m.task)):
-        stats = m.client_stats  # read once: the task thread may replace it meanwhile
-        if isinstance(stats, ConsumerStats):
-            consumers.append((m, stats))
-        elif isinstance(stats, ProducerStats):
-            producers.append((m, stats))
+def client_families(tasks: Iterable[TaskMetrics], worker_clients: Iterable[ClientStats] = ()
+                    ) -> Iterator[Metric]:
+    """The client families of every client that has produced statistics: the tasks' own
+    clients and dead letter queue producers, and ``worker_clients`` (the worker's own,
+    ``connector`` and ``task`` empty). Each family once, its samples ordered by connector,
+    task and client id (the worker's own first)."""
+    # (sort key, snapshot, label values)
+    found: list[tuple[tuple[str, int, str], ClientStats, list[str]]] = [
+        (("", -1, s.client_id), s, [s.client_id, "", ""]) for s in worker_clients]
+    for m in tasks:
+        # Each read once: the task thread may replace them meanwhile.
+        for stats in (m.client_stats, m.errors.dlq_client_stats):
+            if stats is not None:
+                found.append(((m.connector, m.task, stats.client_id), stats,
+                              [stats.client_id, m.connector, str(m.task)]))
+    found.sort(key=lambda f: f[0])
+    consumers: list[Member] = [(v, s) for _, s, v in found if isinstance(s, ConsumerStats)]
+    producers: list[Member] = [(v, s) for _, s, v in found if isinstance(s, ProducerStats)]
     if consumers:
         yield from _simple(CONSUMER_PREFIX, CONSUMER_METRICS, consumers)
         lag = _family(CONSUMER_PREFIX, "records-lag", "The latest lag in number of records "
                       "of the partition.", [*LABELS, "topic", "partition"])
-        for m, c in consumers:
+        for label_values, c in consumers:
             for topic, partition, value in c.lags:
-                lag.add_metric([*_labels(m, c), topic, str(partition)], float(value))
+                lag.add_metric([*label_values, topic, str(partition)], float(value))
         yield lag
     if producers:
         yield from _simple(PRODUCER_PREFIX, PRODUCER_METRICS, producers)
 
 
 def _simple(prefix: str, specs: tuple[tuple[str, str, Callable[[Any], float | None]], ...],
-            members: list[tuple[TaskMetrics, Any]]) -> Iterator[Metric]:
+            members: list[Member]) -> Iterator[Metric]:
     for name, doc, read in specs:
         family = _family(prefix, name, doc, LABELS)
-        for m, stats in members:
+        for label_values, stats in members:
             value = read(stats)
             if value is not None:  # not in the document: no sample
-                family.add_metric(_labels(m, stats), float(value))
+                family.add_metric(label_values, float(value))
         yield family

@@ -9,6 +9,13 @@ Python's). The topic is created (one partition, the configured replication facto
 missing. The producer is built like the worker's source producers; ``flush`` is called
 before consumer offsets covering reported records are committed, so a record is never
 skipped before its DLQ copy is acknowledged.
+
+The producer's librdkafka statistics (when its ``statistics.interval.ms`` is set) feed its
+client metrics on ``/metrics`` (``worker.runtime.client_metrics``). librdkafka hands them
+over only inside ``poll()``/``flush()``, and queues them until then: besides ``report`` and
+``flush``, ``raise_if_failed`` (called after every offset commit attempt, at least once per
+``offset.flush.interval.ms``) serves the producer, so the queue stays short while nothing
+goes to the dead letter queue.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from worker.api.exceptions import ConnectException
+from worker.runtime.client_metrics import DeadLetterQueueStatsListener
 from worker.runtime.error_handling import ErrorReporter, ProcessingContext, class_name
 from worker.runtime.kafka_clients import CLIENT_LOG
 from worker.runtime.task_metrics import ErrorMetrics
@@ -117,6 +125,9 @@ class DeadLetterQueueReporter(ErrorReporter):
         config["on_delivery"] = self._on_delivery
         config["delivery.report.only.error"] = True
         config["logger"] = CLIENT_LOG
+        # Its statistics → its client metrics (ErrorMetrics.dlq_client_stats); librdkafka
+        # calls this only when statistics.interval.ms is set (and not 0).
+        config["stats_cb"] = DeadLetterQueueStatsListener(self.metrics, self._task)
         self._producer = self._producer_factory(config)
 
     def _ensure_topic(self, timeout_s: float) -> None:
@@ -212,7 +223,14 @@ class DeadLetterQueueReporter(ErrorReporter):
         return True
 
     def raise_if_failed(self) -> None:
-        """A DLQ write failed: the task must stop rather than skip that record."""
+        """A DLQ write failed: the task must stop rather than skip that record.
+
+        Serves the producer first (``poll(0)``: delivery reports, statistics): called after
+        every offset commit attempt, this is what hands over the statistics librdkafka
+        queued while no record went to the dead letter queue."""
+        producer = self._producer
+        if producer is not None:
+            producer.poll(0)
         if self.error is not None:
             raise ConnectException(f"Could not produce message to dead letter queue. "
                                    f"topic={self.topic}: {self.error}")

@@ -67,9 +67,10 @@ def statistics_interval_ms(worker: WorkerConfig) -> int:
 
 def producer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
                     client_id: str, *, statistics: bool = False) -> dict[str, str]:
-    """``statistics``: a source task's producer, whose statistics feed /metrics (not the
-    dead letter queue's, which has no ``stats_cb``: librdkafka would build them for
-    nothing)."""
+    """``statistics``: a producer whose statistics feed /metrics through a ``stats_cb``
+    (a source task's; a dead letter queue's, whose reporter installs its listener). Not
+    for one without a ``stats_cb`` (the config check's): librdkafka would build them for
+    nothing."""
     conf: dict[str, str] = {
         "bootstrap.servers": worker.bootstrap_servers,
         # Connect's producer: every record acknowledged by all in-sync replicas; the

@@ -12,8 +12,10 @@ ratios, counts). A string-valued metric (``status``, ``connector-class``, ``lead
 
 ``ConnectMetricsCollector`` reads the Worker's running connectors and tasks and their
 accumulators (``worker.runtime.task_metrics``, ``worker.runtime.worker_metrics``); it
-changes nothing and takes no task's lock. The task clients' own metrics (consumer lag,
-producer sends) follow the Java clients' names instead: ``worker.runtime.client_metrics``.
+changes nothing and takes no task's lock. The Kafka clients' own metrics (consumer lag,
+producer sends) of the tasks, their dead letter queues and, in distributed mode, the
+worker's internal topics follow the Java clients' names instead:
+``worker.runtime.client_metrics``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from worker.api.connector import SinkConnector, SourceConnector
-from worker.runtime.client_metrics import client_families
+from worker.runtime.client_metrics import WorkerClientStats, client_families
 from worker.runtime.error_handling import class_name
 from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_metrics import RebalanceMetrics, WorkerMetrics
@@ -218,10 +220,13 @@ class ConnectMetricsCollector(Collector):
     """Yields every family at scrape time from the worker's live state."""
 
     def __init__(self, worker: Worker, clock: Callable[[], float],
-                 rebalance: RebalanceMetrics | None = None) -> None:
+                 rebalance: RebalanceMetrics | None = None,
+                 worker_clients: WorkerClientStats | None = None) -> None:
         self._worker = worker
         self._clock = clock
         self._rebalance = rebalance
+        # The worker's own clients' statistics (distributed mode: the internal topics').
+        self._worker_clients = worker_clients
 
     def describe(self) -> list[Metric]:
         return []  # families depend on what runs: never checked at registration
@@ -234,7 +239,8 @@ class ConnectMetricsCollector(Collector):
         yield from self._worker_metrics(worker.metrics, len(worker.connectors), metrics)
         yield from self._connector_metrics(worker)
         yield from self._task_metrics(metrics, now)
-        yield from client_families(metrics)
+        own = self._worker_clients
+        yield from client_families(metrics, own.snapshots() if own is not None else ())
         if self._rebalance is not None:
             yield from rebalance_families(self._rebalance, now)
 

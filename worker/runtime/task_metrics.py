@@ -32,7 +32,7 @@ class ErrorMetrics:
 
     __slots__ = ("record_failures", "record_errors", "records_skipped", "retries",
                  "errors_logged", "dlq_produce_requests", "dlq_produce_failures",
-                 "last_error_timestamp_ms")
+                 "last_error_timestamp_ms", "dlq_client_stats")
 
     def __init__(self) -> None:
         self.record_failures = 0  # total-record-failures: every failed attempt
@@ -43,6 +43,10 @@ class ErrorMetrics:
         self.dlq_produce_requests = 0  # deadletterqueue-produce-requests
         self.dlq_produce_failures = 0  # deadletterqueue-produce-failures
         self.last_error_timestamp_ms = 0  # last-error-timestamp (epoch ms; 0 = never)
+        # The dead letter queue producer's latest librdkafka statistics
+        # (worker.runtime.client_metrics): replaced whole by its stats callback on the task
+        # thread; None until its first statistics, or without a dead letter queue.
+        self.dlq_client_stats: ClientStats | None = None
 
     def mark_failed(self) -> None:
         """Kafka's ``markAsFailed``: a record failed; note when."""

@@ -313,7 +313,8 @@ class Worker:
             task_id, errors.dlq_topic, errors.dlq_replication_factor,
             errors.dlq_context_headers,
             producer_config=kafka_clients.producer_config(
-                self.config, connector_config, f"connector-dlq-producer-{suffix}"),
+                self.config, connector_config, f"connector-dlq-producer-{suffix}",
+                statistics=True),
             admin_config={**kafka_clients.admin_config(self.config, connector_config),
                           "client.id": f"connector-dlq-adminclient-{suffix}"},
             flush_timeout_s=self.config.get("offset.flush.timeout.ms") / 1000,

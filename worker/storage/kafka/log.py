@@ -10,6 +10,11 @@ other workers) visible before answering.
 Tansu's high watermark counts *batches*, not records (``docs/architecture.md`` §6), so the producer
 puts exactly one record in each batch (``batch.num.messages=1``, harmless on Apache
 Kafka); end offsets then stay exact for everything this log writes.
+
+An optional ``stats_cb`` (a plain callable taking librdkafka's statistics JSON) is handed
+to both clients: librdkafka calls it every ``statistics.interval.ms`` of the client's
+config, from the calls that serve the client, i.e. on the log's two threads (the
+consumer's ``poll()``/``consume()``, the producer's ``poll()``). It must not raise.
 """
 
 from __future__ import annotations
@@ -64,18 +69,21 @@ class KafkaBasedLog:
 
     def __init__(self, topic: str, *, producer_config: Mapping[str, Any],
                  consumer_config: Mapping[str, Any], admin_config: Mapping[str, Any],
-                 on_record: Callable[[LogRecord], None]) -> None:
+                 on_record: Callable[[LogRecord], None],
+                 stats_cb: Callable[[str], None] | None = None) -> None:
         self.topic = topic
         self._on_record = on_record
         lib_log = logging.getLogger(f"{__name__}.librdkafka")
-        self._producer_config = {**producer_config, "logger": lib_log,
+        stats: dict[str, Any] = {} if stats_cb is None else {"stats_cb": stats_cb}
+        self._producer_config = {**producer_config, **stats, "logger": lib_log,
                                  # Exactness and ordering of the log, not tunables:
                                  "batch.num.messages": 1, "linger.ms": 0, "acks": "all",
                                  "enable.idempotence": True, "partitioner": "murmur2_random"}
         # A short fetch wait bounds how long a write takes to be read back on brokers
         # that answer a fetch only when the wait ends (Tansu); it never joins the group
         # (assign() only), but librdkafka insists on a group.id.
-        self._consumer_config = {"fetch.wait.max.ms": 50, **consumer_config, "logger": lib_log,
+        self._consumer_config = {"fetch.wait.max.ms": 50, **consumer_config, **stats,
+                                 "logger": lib_log,
                                  "group.id": f"{consumer_config.get('client.id')}-{topic}",
                                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                                  "auto.offset.reset": "earliest", "enable.partition.eof": True}

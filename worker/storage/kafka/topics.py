@@ -10,7 +10,9 @@ topic was created with) cannot be checked: that is logged, not assumed.
 :class:`TopicBackedStore` is the lifecycle the three Kafka stores share (Kafka's
 ``KafkaTopicBasedBackingStore``): check/create the topic, then run one
 :class:`~worker.storage.kafka.log.KafkaBasedLog` over it, with clients configured by
-:func:`internal_client_config`.
+:func:`internal_client_config`. A store may be given a statistics callback for its log's
+producer and consumer (``report_statistics``, wired by the composition root; storage never
+imports the runtime that reads them).
 """
 
 from __future__ import annotations
@@ -207,10 +209,21 @@ class TopicBackedStore:
         self._log: KafkaBasedLog | None = None
         self._listener: Callable[[Any], None] | None = None
         self._listening = False
+        self._stats_cb: Callable[[str], None] | None = None
+        self._stats_interval_ms = 0
 
     @property
     def topic(self) -> str:
         return self._spec.name
+
+    def report_statistics(self, stats_cb: Callable[[str], None] | None,
+                          interval_ms: int) -> None:
+        """Before ``start()``: hand the log's producer and consumer ``stats_cb``, which
+        librdkafka calls with its statistics JSON every ``interval_ms`` (unless the
+        worker's ``producer.``/``consumer.`` ``statistics.interval.ms`` says otherwise;
+        ``0`` is none). It must never raise: it runs inside the log threads' client
+        calls."""
+        self._stats_cb, self._stats_interval_ms = stats_cb, interval_ms
 
     def start(self) -> None:
         if self._log is not None:
@@ -218,10 +231,15 @@ class TopicBackedStore:
         spec, purpose = self._spec, self._spec.client_purpose
         admin = internal_client_config(self._config, "admin", purpose)
         ensure_topic(admin, spec, self._timeout_s)
+        clients = {role: internal_client_config(self._config, role, purpose)
+                   for role in ("producer", "consumer")}
+        if self._stats_cb is not None:
+            for conf in clients.values():
+                conf.setdefault("statistics.interval.ms", self._stats_interval_ms)
         kafka_log = KafkaBasedLog(
             spec.name, admin_config=admin, on_record=self._on_record,
-            producer_config=internal_client_config(self._config, "producer", purpose),
-            consumer_config=internal_client_config(self._config, "consumer", purpose))
+            producer_config=clients["producer"], consumer_config=clients["consumer"],
+            stats_cb=self._stats_cb)
         kafka_log.start(self._timeout_s)
         self._log = kafka_log
         self._listening = True

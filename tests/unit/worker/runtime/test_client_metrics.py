@@ -297,7 +297,7 @@ def test_task_clients_default_to_the_metrics_window() -> None:
 
 
 def test_clients_without_a_listener_build_no_statistics() -> None:
-    # e.g. the dead letter queue's producer, or a benchmark's raw consumer
+    # e.g. the config check's producer, or a benchmark's raw consumer
     worker = worker_config()
     assert "statistics.interval.ms" not in kafka_clients.producer_config(worker, {}, "p")
     assert "statistics.interval.ms" not in kafka_clients.consumer_config(worker, {}, "c", "i")
