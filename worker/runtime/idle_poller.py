@@ -11,8 +11,9 @@ own event, with no timeout shorter than its next offset commit. One poller threa
 ``consume(max, 0)`` (which does not wait) on every parked consumer, once per
 ``POLL_INTERVAL_S``. When a consumer returns records, raises, or ran a rebalance callback
 (which wakes the task), the poller hands the result to its task and wakes it; the task
-takes the consumer back (``unpark``) and reads on its own thread until it is idle again.
-A stop, a pause or a resume wakes the task directly.
+takes the consumer back (``unpark``) and puts the records. After a full batch it reads on
+its own thread until it is idle again; after a smaller one it parks again at once. A stop,
+a pause or a resume wakes the task directly.
 
 While a consumer is parked, what librdkafka serves inside ``consume()`` runs on the
 poller's thread: the rebalance callbacks (so the connector's ``open()``/``close()`` and the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,9 @@ log = logging.getLogger(__name__)
 #: How often the poller visits each parked consumer: the longest an idle sink's first new
 #: record waits in librdkafka's queue before its task wakes (the fetch itself is not delayed).
 POLL_INTERVAL_S = 0.1
+#: A consume() for a parked consumer that takes longer than this (its rebalance callbacks:
+#: the connector's open()/close()) is logged: every other parked consumer waited for it.
+SLOW_POLL_S = 1.0
 
 
 class PolledConsumer(Protocol):
@@ -41,9 +46,12 @@ class PolledConsumer(Protocol):
 class Parking:
     """A parked consumer: the poller consumes for it until its task takes it back."""
 
-    __slots__ = ("consumer", "max_batch", "wake", "lock", "done", "messages", "error")
+    __slots__ = ("owner", "consumer", "max_batch", "wake", "lock", "done", "messages",
+                 "error")
 
-    def __init__(self, consumer: PolledConsumer, max_batch: int, wake: threading.Event) -> None:
+    def __init__(self, owner: str, consumer: PolledConsumer, max_batch: int,
+                 wake: threading.Event) -> None:
+        self.owner = owner  # for the log, e.g. "c-0"
         self.consumer = consumer
         self.max_batch = max_batch
         self.wake = wake
@@ -74,11 +82,12 @@ class IdlePoller:
         thread = self._thread
         return thread is not None and thread.is_alive()
 
-    def park(self, consumer: PolledConsumer, max_batch: int, wake: threading.Event
-             ) -> Parking:
-        """Hand ``consumer`` to the poller; ``wake`` is set when it returns records or
-        raises. The caller must ``unpark`` it before using the consumer again."""
-        parking = Parking(consumer, max_batch, wake)
+    def park(self, owner: str, consumer: PolledConsumer, max_batch: int,
+             wake: threading.Event) -> Parking:
+        """Hand ``consumer`` (of the task ``owner``) to the poller; ``wake`` is set when it
+        returns records or raises. The caller must ``unpark`` it before using the consumer
+        again."""
+        parking = Parking(owner, consumer, max_batch, wake)
         with self._lock:
             self._parked[id(parking)] = parking
             if self._thread is None:
@@ -111,15 +120,21 @@ class IdlePoller:
         with parking.lock:
             if parking.done:
                 return
+            started = time.monotonic()
+            messages: list[Any] = []
             try:
                 messages = parking.consumer.consume(parking.max_batch, 0)
             except BaseException as exc:  # the task raises it on its own thread
                 parking.error = exc
-            else:
-                # Records, or a rebalance callback that woke the task: it applies what the
-                # connector's open() asked for (a rewind, a pause) before more is read.
-                if not messages and not parking.wake.is_set():
-                    return
-                parking.messages = messages
+            took = time.monotonic() - started
+            if took > SLOW_POLL_S:
+                log.warning("Task %s: its consumer's rebalance callbacks took %.1f s in the "
+                            "idle poller; the other idle sink tasks' polls waited for them",
+                            parking.owner, took)
+            # Records, an error, or a rebalance callback that woke the task: it applies
+            # what the connector's open() asked for (a rewind, a pause) before more is read.
+            if not messages and parking.error is None and not parking.wake.is_set():
+                return
+            parking.messages = messages
             parking.done = True
         parking.wake.set()

@@ -277,14 +277,18 @@ class WorkerSinkTask(WorkerTask):
         if self.stopping.is_set() or self._context.commit_requested or self._context.rewinds \
                 or (self.target_state is TargetState.PAUSED) != self._paused:
             return []
-        parking = poller.park(consumer, self._max_batch, self._wake)
+        parking = poller.park(f"{self.id.connector}-{self.id.task}", consumer,
+                               self._max_batch, self._wake)
         try:
             self._wake.wait(max(next_commit - time.monotonic(), 0.0))
         finally:
             poller.unpark(parking)
         if parking.error is not None:
             raise parking.error
-        if parking.messages:
+        if len(parking.messages) >= self._max_batch:
+            # A full batch: records come faster than the poller's rounds hand them over,
+            # so this thread reads again. Fewer: it parks again once they are put, so that
+            # a sink with a trickle of records wakes once per batch, not twice.
             self._empty_polls = 0
         return cast("list[ConsumedMessage]", parking.messages)
 

@@ -4,6 +4,7 @@ polls of it; the thread lives only while a consumer is parked."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from tests.support import wait_until
 from worker.api import SinkRecord, SinkTask
 from worker.connectors.converters import StringConverter
+from worker.runtime import idle_poller
 from worker.runtime import sink_task as sink_task_module
 from worker.runtime.chain import TransformationChain
 from worker.runtime.idle_poller import IdlePoller
@@ -60,7 +62,7 @@ class FakeConsumer:
 def test_records_go_to_the_parked_task_and_wake_it() -> None:
     poller = IdlePoller(interval_s=0.01)
     consumer, wake = FakeConsumer(), threading.Event()
-    parking = poller.park(consumer, 100, wake)
+    parking = poller.park("c-0", consumer, 100, wake)
     wait_until(lambda: consumer.poller_calls() >= 3, timeout=5, interval=0.01,
                message="the poller polls the parked consumer")
     assert not wake.is_set()
@@ -81,7 +83,7 @@ def test_an_error_is_handed_to_the_task() -> None:
     poller = IdlePoller(interval_s=0.01)
     consumer, wake = FakeConsumer(), threading.Event()
     consumer.error = RuntimeError("rebalance callback failed")
-    parking = poller.park(consumer, 100, wake)
+    parking = poller.park("c-0", consumer, 100, wake)
     assert wake.wait(5)
     poller.unpark(parking)
     assert isinstance(parking.error, RuntimeError) and parking.messages == []
@@ -91,7 +93,7 @@ def test_unpark_waits_for_a_consume_in_progress() -> None:
     poller = IdlePoller(interval_s=0.01)
     consumer, wake = FakeConsumer(), threading.Event()
     consumer.release.clear()  # the poller's consume() blocks until released
-    parking = poller.park(consumer, 100, wake)
+    parking = poller.park("c-0", consumer, 100, wake)
     assert consumer.in_consume.wait(5)
     taken = threading.Event()
 
@@ -109,10 +111,28 @@ def test_unpark_waits_for_a_consume_in_progress() -> None:
     assert len(consumer.calls) == calls
 
 
+def test_a_slow_poll_is_logged_naming_the_task(monkeypatch: pytest.MonkeyPatch,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(idle_poller, "SLOW_POLL_S", 0.05)
+    poller = IdlePoller(interval_s=0.01)
+    consumer, wake = FakeConsumer(), threading.Event()
+    consumer.release.clear()  # stands in for an open() that takes its time
+    with caplog.at_level(logging.WARNING, logger="worker.runtime.idle_poller"):
+        parking = poller.park("slow-3", consumer, 100, wake)
+        assert consumer.in_consume.wait(5)
+        threading.Event().wait(0.1)  # the consume() in progress lasts at least this long
+        consumer.release.set()
+        wait_until(lambda: caplog.records, timeout=5, interval=0.01,
+                   message="a warning about the slow poll")
+        poller.unpark(parking)
+    assert "Task slow-3: its consumer's rebalance callbacks took" in caplog.records[0].message
+
+
 def test_one_thread_polls_many_consumers_in_turn() -> None:
     poller = IdlePoller(interval_s=0.01)
     consumers = [FakeConsumer() for _ in range(20)]
-    parkings = [poller.park(c, 10, threading.Event()) for c in consumers]
+    parkings = [poller.park(f"c-{i}", c, 10, threading.Event())
+                for i, c in enumerate(consumers)]
     wait_until(lambda: all(c.poller_calls() >= 2 for c in consumers), timeout=5,
                interval=0.01, message="every parked consumer is polled")
     assert {name for c in consumers for name, _ in c.calls} == {"sink-idle-poller"}
