@@ -13,7 +13,7 @@ a writer was writing does not cache what it read.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from worker.storage.base import (
     ClusterConfigState,
@@ -29,13 +29,18 @@ from worker.storage.base import (
 
 
 class CachedConfigBackingStore(ConfigBackingStore):
-    """Caches ``snapshot()`` and ``worker_config()``; every write invalidates both. Callers
-    get their own copy (a few dict copies, far cheaper than the queries it saves), as the
-    ABC promises."""
+    """Caches ``snapshot()`` and ``worker_config()``. A connector write that succeeds is
+    applied to the cached snapshot too (a new snapshot: the three maps copied, one
+    connector's entries replaced), so that a write does not cost a reload of every
+    connector; a write that fails drops the caches. Callers of ``snapshot()`` get their own
+    copy (a few dict copies, far cheaper than the queries it saves), as the ABC promises."""
 
     def __init__(self, inner: ConfigBackingStore) -> None:
         self._inner = inner
         self._lock = threading.Lock()
+        # Writes one at a time, each with its cache update: the cache then changes in the
+        # order the store did.
+        self._write_lock = threading.Lock()
         self._version = 0
         self._snapshot: ClusterConfigState | None = None
         self._worker_config: WorkerConfigOverrides | None = None
@@ -74,42 +79,75 @@ class CachedConfigBackingStore(ConfigBackingStore):
                     self._worker_config = cached
         return WorkerConfigOverrides(cached.version, dict(cached.properties))
 
-    def _invalidate(self) -> None:
+    def _written(self, apply: Callable[[ClusterConfigState], None] | None) -> None:
+        """After a write: a new version; the snapshot updated by ``apply`` on copies of
+        its maps (readers keep the one they hold), or dropped (``None``). A load that
+        began before the write is not cached (the version moved). Every ``apply`` sets or
+        removes one connector's entries, so applying it to a snapshot loaded after the
+        write changes nothing."""
         with self._lock:
             self._version += 1
-            self._snapshot = None
             self._worker_config = None
+            cached = self._snapshot
+            if cached is None or apply is None:
+                self._snapshot = None
+                return
+            updated = ClusterConfigState(dict(cached.connector_configs),
+                                         dict(cached.target_states),
+                                         dict(cached.task_configs))
+            apply(updated)
+            self._snapshot = updated
+
+    def _write(self, write: Callable[[], None],
+               apply: Callable[[ClusterConfigState], None] | None) -> None:
+        with self._write_lock:
+            try:
+                write()
+            except BaseException:
+                self._written(None)  # what the store holds now is not known
+                raise
+            self._written(apply)
 
     def put_connector_config(self, connector: str, config: Mapping[str, str],
                              target_state: TargetState | None = None) -> None:
-        try:
-            self._inner.put_connector_config(connector, config, target_state)
-        finally:
-            self._invalidate()
+        stored = dict(config)
+
+        def apply(state: ClusterConfigState) -> None:
+            state.connector_configs[connector] = stored
+            if target_state is not None:
+                state.target_states[connector] = TargetState(target_state)
+
+        self._write(lambda: self._inner.put_connector_config(connector, config, target_state),
+                    apply)
 
     def remove_connector_config(self, connector: str) -> None:
-        try:
-            self._inner.remove_connector_config(connector)
-        finally:
-            self._invalidate()
+        def apply(state: ClusterConfigState) -> None:
+            state.connector_configs.pop(connector, None)
+            state.target_states.pop(connector, None)
+            state.task_configs.pop(connector, None)
+
+        self._write(lambda: self._inner.remove_connector_config(connector), apply)
 
     def put_task_configs(self, connector: str, configs: Sequence[Mapping[str, str]]) -> None:
-        try:
-            self._inner.put_task_configs(connector, configs)
-        finally:
-            self._invalidate()
+        stored = [dict(c) for c in configs]
+
+        def apply(state: ClusterConfigState) -> None:
+            if stored:
+                state.task_configs[connector] = stored
+            else:  # as loaded: a connector without tasks has no entry
+                state.task_configs.pop(connector, None)
+
+        self._write(lambda: self._inner.put_task_configs(connector, configs), apply)
 
     def put_target_state(self, connector: str, state: TargetState) -> None:
-        try:
-            self._inner.put_target_state(connector, state)
-        finally:
-            self._invalidate()
+        def apply(snapshot: ClusterConfigState) -> None:
+            snapshot.target_states[connector] = TargetState(state)
+
+        self._write(lambda: self._inner.put_target_state(connector, state), apply)
 
     def put_worker_config(self, properties: Mapping[str, str]) -> None:
-        try:
-            self._inner.put_worker_config(properties)
-        finally:
-            self._invalidate()
+        self._write(lambda: self._inner.put_worker_config(properties),
+                    lambda _state: None)  # the snapshot holds no worker config
 
 
 class _Entry:
