@@ -3,8 +3,8 @@
 A sink task's thread waits for records in ``Consumer.consume()``. confluent-kafka splits
 any wait longer than 200 ms into 200 ms slices and takes the GIL between them, and it has no
 call that wakes a waiting consumer: an idle sink's thread would wake five times a second,
-for nothing. At hundreds of tasks these wake-ups are most of an idle worker's CPU, and they
-compete for the GIL with the REST API.
+for nothing. At hundreds of tasks these wake-ups are a large share of an idle worker's CPU,
+and they compete for the GIL with the REST API.
 
 So a sink task that found nothing for a while *parks* its consumer here and blocks on its
 own event, with no timeout shorter than its next offset commit. One poller thread calls

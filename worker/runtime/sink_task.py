@@ -48,9 +48,11 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 2000
 POLL_TIMEOUT_S = 0.2
 #: Empty polls in a row (of POLL_TIMEOUT_S) after which a sink parks its consumer with the
-#: worker's IdlePoller; a sink that was never assigned a partition waits longer, so that
-#: its first assignment (the connector's open()) runs on its own thread.
-PARK_AFTER_EMPTY_POLLS = 5
+#: worker's IdlePoller: one, so that a sink fed a record a second (whose own polls would
+#: never see five empty ones in a row) parks too. A sink that was never assigned a
+#: partition waits longer, so that its first assignment (the connector's open()) runs on
+#: its own thread.
+PARK_AFTER_EMPTY_POLLS = 1
 PARK_UNASSIGNED_AFTER_EMPTY_POLLS = 50
 
 
