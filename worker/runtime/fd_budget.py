@@ -26,8 +26,11 @@ from worker.api.exceptions import ConnectException
 log = logging.getLogger(__name__)
 
 #: Descriptors a task costs, measured: ~7 with one broker (client sockets to the bootstrap
-#: server, the broker and the group coordinator, librdkafka's wake-up pipes, a file).
+#: server, the broker and the group coordinator, librdkafka's wake-up pipes, a file). The
+#: budget's floor: once MEASURE_AFTER_TASKS run, their measured average counts if larger
+#: (a client keeps a socket per broker it talks to, so bigger clusters cost more).
 FDS_PER_TASK = 8
+MEASURE_AFTER_TASKS = 4
 #: Kept free for the REST listener's connections, the internal clients, logs and SQLite.
 RESERVE_FDS = 64
 
@@ -78,8 +81,8 @@ class FdBudget:
 
     A task opens its client on its own thread, after its start was admitted, so what is
     open now undercounts tasks just started: the descriptors in use are taken as the larger
-    of those open and the baseline (open when the budget was made) plus
-    :data:`FDS_PER_TASK` per task the worker runs (``tasks``).
+    of those open and the baseline (open when the budget was made) plus :meth:`per_task`
+    per task the worker runs (``tasks``).
     """
 
     def __init__(self, limit: int | None = None, tasks: Callable[[], int] = lambda: 0,
@@ -91,22 +94,35 @@ class FdBudget:
         self.baseline = count_open()
         self._shortage: str | None = None
 
-    def _free(self) -> tuple[int, int]:
-        used = max(self._count_open(), self.baseline + FDS_PER_TASK * self._tasks())
-        return used, self.limit - used
+    def per_task(self, tasks: int | None = None, open_now: int | None = None) -> int:
+        """Descriptors a task costs on this worker: the running tasks' average above the
+        baseline once :data:`MEASURE_AFTER_TASKS` run, never less than
+        :data:`FDS_PER_TASK`."""
+        tasks = self._tasks() if tasks is None else tasks
+        if tasks < MEASURE_AFTER_TASKS:
+            return FDS_PER_TASK
+        open_now = self._count_open() if open_now is None else open_now
+        return max(FDS_PER_TASK, -(-(open_now - self.baseline) // tasks))  # rounded up
+
+    def _free(self) -> tuple[int, int, int]:
+        """(in use, free, a task's cost)."""
+        tasks, open_now = self._tasks(), self._count_open()
+        per_task = self.per_task(tasks, open_now)
+        used = max(open_now, self.baseline + per_task * tasks)
+        return used, self.limit - used, per_task
 
     def check_task_start(self) -> None:
         """Raise ConnectException, naming the limit, if one more task would eat into the
         reserve; the first refusal of a shortage is logged as a warning."""
         if self.limit == resource.RLIM_INFINITY:
             return
-        used, free = self._free()
-        if free >= RESERVE_FDS + FDS_PER_TASK:
+        used, free, per_task = self._free()
+        if free >= RESERVE_FDS + per_task:
             self._recovered()
             return
         message = (f"Not enough file descriptors to start a task: {used} of this worker's "
                    f"limit of {self.limit} (RLIMIT_NOFILE) are in use; a task needs about "
-                   f"{FDS_PER_TASK} and {RESERVE_FDS} are kept for the REST API and the "
+                   f"{per_task} and {RESERVE_FDS} are kept for the REST API and the "
                    "worker's own clients. Raise the limit (ulimit -n, systemd's "
                    "LimitNOFILE) or run fewer tasks on this worker")
         if self._shortage is None:
@@ -119,7 +135,8 @@ class FdBudget:
         """The shortage's message while descriptors are still short, else None."""
         if self._shortage is None:
             return None
-        if self._free()[1] >= RESERVE_FDS + FDS_PER_TASK:
+        _, free, per_task = self._free()
+        if free >= RESERVE_FDS + per_task:
             self._recovered()
             return None
         return self._shortage

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from worker.api.exceptions import ConnectException
-from worker.runtime.fd_budget import FDS_PER_TASK, RESERVE_FDS, FdBudget, describe, open_fds
+from worker.runtime.fd_budget import (
+    FDS_PER_TASK,
+    MEASURE_AFTER_TASKS,
+    RESERVE_FDS,
+    FdBudget,
+    describe,
+    open_fds,
+)
 
 LIMIT = 300
 
@@ -57,6 +64,24 @@ def test_tasks_whose_clients_are_not_open_yet_count_too() -> None:
         tasks[0] += 1
     with pytest.raises(ConnectException, match="RLIMIT_NOFILE"):
         budget.check_task_start()
+
+
+def test_a_task_costs_what_the_running_tasks_cost_on_average_if_more() -> None:
+    # A bigger cluster: each client keeps more sockets, 20 descriptors a task here.
+    tasks, open_now = [0], OpenCount(30)
+    budget = FdBudget(LIMIT, tasks=lambda: tasks[0], count_open=open_now)
+    assert budget.per_task() == FDS_PER_TASK
+    tasks[0], open_now.value = MEASURE_AFTER_TASKS, 30 + 20 * MEASURE_AFTER_TASKS
+    assert budget.per_task() == 20
+    open_now.value = 30 + 3 * MEASURE_AFTER_TASKS  # clients not open yet: the floor counts
+    assert budget.per_task() == FDS_PER_TASK
+    # 10 tasks at 20 each: 230 in use, 70 free, which is less than the reserve and a task.
+    tasks[0], open_now.value = 10, 30 + 20 * 10
+    with pytest.raises(ConnectException, match="a task needs about 20"):
+        budget.check_task_start()
+    tasks[0], open_now.value = 9, 30 + 20 * 9  # 90 free: 64 kept and one task of 20 fit
+    assert budget.shortage() is None
+    budget.check_task_start()
 
 
 def test_describe_says_how_many_tasks_fit() -> None:
