@@ -13,8 +13,11 @@ the same worker):
   window; threads, RSS and open file descriptors, from ``/proc``;
 - how busy the machine's two cores were while the REST load ran (generator, worker and
   broker share them);
-- the time the N creates took (one ``PUT`` after the other) and the time from the last
-  create to every connector and task RUNNING.
+- the time the N creates took (one ``PUT`` after the other), the time from the last
+  create to every connector and task RUNNING, and to every sink task assigned its
+  partition (``partition-count`` on ``/metrics``; the test broker's first group join
+  waits half the consumers' 45 s session timeout). The idle and load figures are taken
+  only after that, and ``--settle`` seconds more: steady state, not group joins.
 
 With ``--nofile K`` the worker runs with ``RLIMIT_NOFILE`` K (soft = hard) and the run
 reports, instead of the stopped figures, how the shortage shows: REST errors, ``/health``,
@@ -42,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "bench" / "results" / "scale.json"
@@ -166,6 +170,16 @@ def all_in(client: httpx.Client, names: list[str], state: str, tasks: str | None
                for name in names)
 
 
+def sinks_assigned(client: httpx.Client, sinks: int) -> bool:
+    """Every sink task has its partition (its consumer joined the group)."""
+    response = client.get("/metrics")
+    assert response.status_code == 200, response.text
+    assigned = sum(1 for family in text_string_to_metric_families(response.text)
+                   if family.name == "kafka_connect_sink_task_metrics_partition_count"
+                   for sample in family.samples if sample.value >= 1)
+    return assigned >= sinks
+
+
 def create(client: httpx.Client, work: Path, n: int, run: str) -> list[str]:
     names = []
     for i in range(n):
@@ -195,7 +209,8 @@ def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path,
     kwargs: dict[str, Any] = {"url": f"http://127.0.0.1:{port}",
                               "log_path": work / f"{run}.log", "cwd": work,
                               "request_timeout": 120.0}
-    worker = WorkerProcess(props, nofile=args.nofile or None, **kwargs)
+    env = dict(item.split("=", 1) for item in args.worker_env)  # extra, on top of ours
+    worker = WorkerProcess(props, nofile=args.nofile or None, env=env, **kwargs)
     row: dict[str, Any] = {"tasks": n}
     with worker:
         client = worker.client
@@ -209,7 +224,10 @@ def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path,
         wait_until(lambda: all_in(client, names, "RUNNING", "RUNNING"), timeout=600,
                    interval=0.5, message=f"{n} connectors RUNNING")
         row["running_after_s"] = round(time.monotonic() - created, 1)
-        time.sleep(args.settle)  # consumer groups join, first commits: not steady state
+        wait_until(lambda: sinks_assigned(client, n // 2), timeout=600, interval=1.0,
+                   message=f"{n // 2} sink tasks assigned")
+        row["assigned_after_s"] = round(time.monotonic() - created, 1)
+        time.sleep(args.settle)  # first fetches and commits: not steady state
         row["running"] = {**proc_figures(worker.pid),
                           **cpu_percent(worker.pid, args.idle, broker_pid),
                           "expand_status_ms": expand_status_ms(client),
@@ -285,6 +303,8 @@ def main() -> None:
                         help="seconds between all RUNNING and the measurements")
     parser.add_argument("--nofile", type=int, default=0,
                         help="run the worker with this RLIMIT_NOFILE (the shortage mode)")
+    parser.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="environment of the worker process, e.g. MALLOC_ARENA_MAX=2")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
