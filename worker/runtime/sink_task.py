@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
@@ -21,7 +21,7 @@ from worker.api.converter import Converter
 from worker.api.data import SchemaAndValue
 from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SinkRecord
-from worker.api.task import ErrantRecordReporter, SinkTask, SinkTaskContext
+from worker.api.task import SinkTask
 from worker.connectors.header_converter import decode_headers
 from worker.runtime.chain import TransformationChain
 from worker.runtime.client_metrics import StatsListener
@@ -34,6 +34,7 @@ from worker.runtime.error_handling import (
 )
 from worker.runtime.idle_poller import IdlePoller
 from worker.runtime.kafka_clients import CLIENT_LOG
+from worker.runtime.sink_context import WorkerSinkTaskContext, subscription_pattern
 from worker.runtime.sink_errors import TIMESTAMP_TYPES, SinkErrorHandler
 from worker.runtime.status import StatusReporter
 from worker.runtime.task_metrics import TaskMetrics
@@ -54,47 +55,6 @@ POLL_TIMEOUT_S = 0.2
 #: its own thread.
 PARK_AFTER_EMPTY_POLLS = 1
 PARK_UNASSIGNED_AFTER_EMPTY_POLLS = 50
-
-
-class _Context(SinkTaskContext):
-    def __init__(self, owner: WorkerSinkTask) -> None:
-        self._owner = owner
-        self.rewinds: dict[TopicPartition, int] = {}
-        self.timeout_ms: int | None = None
-        self.commit_requested = False
-
-    @property
-    def configs(self) -> dict[str, str]:
-        return self._owner.task_config
-
-    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self.rewinds.update(offsets)
-
-    def timeout(self, timeout_ms: int) -> None:
-        self.timeout_ms = timeout_ms
-
-    def assignment(self) -> set[TopicPartition]:
-        return set(self._owner.assignment)
-
-    def pause(self, *partitions: TopicPartition) -> None:
-        self._owner.consumer_call("pause", partitions)
-
-    def resume(self, *partitions: TopicPartition) -> None:
-        self._owner.consumer_call("resume", partitions)
-
-    def request_commit(self) -> None:
-        self.commit_requested = True
-
-    def errant_record_reporter(self) -> ErrantRecordReporter | None:
-        return self._owner.errant_reporter
-
-
-def subscription_pattern(topics_regex: str) -> str:
-    """librdkafka's subscription for ``topics.regex``: a pattern must start with ``^`` to
-    be one, and librdkafka matches it anywhere in the name; Kafka matches the whole topic
-    name, so the regex is anchored at both ends (``orders`` never reads ``orders_dlq``).
-    A group, not ``(?:...)``: librdkafka's regex engine has no non-capturing groups."""
-    return f"^({topics_regex})$"
 
 
 class WorkerSinkTask(WorkerTask):
@@ -141,7 +101,7 @@ class WorkerSinkTask(WorkerTask):
         self.errant_reporter = self._errors.errant_record_reporter(
             SinkTask, lambda: self.header_converter)
         self._consumer: Consumer | None = None
-        self._context = _Context(self)
+        self._context = WorkerSinkTaskContext(self)
         self.assignment: set[TopicPartition] = set()
         self._current: dict[TopicPartition, int] = {}  # next offset to read, per partition
         # Per partition, the offset committed last (or the first one read): with
