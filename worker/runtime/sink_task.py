@@ -465,10 +465,10 @@ class WorkerSinkTask(WorkerTask):
 
     def _interrupt(self) -> None:
         """Stopping needs no call into the plugin, only a retry's backoff is ended and a
-        parked task woken: the loop sees ``stopping`` within one poll (``POLL_TIMEOUT_S``)
-        or at once when parked. Calling the sink's
-        stop() from another thread, as for sources, could close its resources under a
-        running put(): records the task then drops would still be committed."""
+        parked task woken: the loop sees ``stopping`` within one poll (``POLL_TIMEOUT_S``),
+        or at once when parked. Calling the sink's stop() from another thread, as for
+        sources, could close its resources under a running put(): records the task then
+        drops would still be committed."""
         self._retry_interrupt.set()
         self._wake.set()
 
