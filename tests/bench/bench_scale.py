@@ -69,11 +69,14 @@ def proc_figures(pid: int) -> dict[str, float]:
 def thread_counters(pid: int) -> dict[str, tuple[float, int]]:
     """CPU seconds and context switches (voluntary and not) of the process's live threads,
     summed by kind: librdkafka's threads name themselves (``rdk:main``, ``rdk:broker<id>``
-    for a broker connection, ``rdk:broker-1`` for the internal and bootstrap brokers);
-    every other thread (the REST server, the herder, task and connector threads) is
-    ``python``. A context switch is roughly one wake-up. CPU time is the scheduler's
-    (``schedstat``, in ns): a thread's tick-sampled utime + stime misses most of the short
-    runs of a thread that wakes briefly many times a second, as librdkafka's do."""
+    for a broker connection, ``rdk:broker-1`` for the internal and bootstrap brokers), and
+    so does the worker for its task, connector and idle-poller threads (``sink0-<connector>``,
+    ``src0-<connector>``, ``conn-<connector>``, ``sink-poller``): ``python:sink``,
+    ``python:source``, ``python:connector``, ``python:poller``; every other thread (the
+    REST server, the herder) is ``python``. A context switch is roughly one wake-up. CPU
+    time is the scheduler's (``schedstat``, in ns): a thread's tick-sampled utime + stime
+    misses most of the short runs of a thread that wakes briefly many times a second, as
+    librdkafka's do."""
     kinds: dict[str, tuple[float, int]] = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -89,6 +92,10 @@ def thread_counters(pid: int) -> dict[str, tuple[float, int]]:
                 else "rdk:broker-1" if name.startswith("rdk:broker-")
                 else "rdk:broker" if name.startswith("rdk:broker")
                 else "rdk:other" if name.startswith("rdk:")
+                else "python:poller" if name == "sink-poller"
+                else "python:sink" if name.startswith("sink")
+                else "python:source" if name.startswith("src")
+                else "python:connector" if name.startswith("conn-")
                 else "python")
         cpu, count = kinds.get(kind, (0.0, 0))
         kinds[kind] = (cpu + run_ns / 1e9, count + switches)

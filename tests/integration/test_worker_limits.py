@@ -55,6 +55,11 @@ def test_stopped_connectors_leave_no_thread_and_no_client(
     for name in names:
         wait_for_connector_state(worker.client, name, "RUNNING", tasks_state="RUNNING")
     assert client_threads(pid) > base_clients  # each task's client runs its threads
+    # Task threads carry their names for the operating system (top -H, ps -L), 15 bytes.
+    running_names = set(threads(pid))
+    for name in names:
+        kind = "src" if name.startswith("src-") else "sink"
+        assert f"{kind}0-{name}"[:15] in running_names, (name, sorted(running_names))
     running_threads = len(threads(pid))
 
     for name in names:

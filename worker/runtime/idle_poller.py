@@ -29,6 +29,8 @@ import threading
 import time
 from typing import Any, Protocol
 
+from worker.util.threads import name_native_thread
+
 log = logging.getLogger(__name__)
 
 #: How often the poller visits each parked consumer: the longest an idle sink's first new
@@ -105,6 +107,7 @@ class IdlePoller:
             self._parked.pop(id(parking), None)
 
     def _run(self) -> None:
+        name_native_thread("sink-poller")
         while True:
             with self._lock:
                 members = list(self._parked.values())

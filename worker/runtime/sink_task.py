@@ -58,6 +58,8 @@ PARK_UNASSIGNED_AFTER_EMPTY_POLLS = 50
 
 
 class WorkerSinkTask(WorkerTask):
+    native_kind = "sink"
+
     def __init__(self, task_id: TaskId, task: SinkTask, task_config: dict[str, str],
                  target_state: TargetState, status: StatusReporter, *,
                  consumer_config: dict[str, str], topics: list[str], topics_regex: str,

@@ -80,6 +80,8 @@ class _Context(SourceTaskContext):
 
 
 class WorkerSourceTask(WorkerTask):
+    native_kind = "src"
+
     def __init__(self, task_id: TaskId, task: SourceTask, task_config: dict[str, str],
                  target_state: TargetState, status: StatusReporter, *,
                  producer_config: dict[str, str], key_converter: Converter,

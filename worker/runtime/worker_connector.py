@@ -23,6 +23,7 @@ from worker.api.task import OffsetStorageReader
 from worker.runtime.status import StatusReporter
 from worker.storage.base import State, TargetState
 from worker.util.secrets import KNOWN_SECRETS
+from worker.util.threads import name_native_thread
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,7 @@ class WorkerConnector:
 
     def _drain(self) -> None:
         """Run the queued commands in order; the thread ends when none is left."""
+        name_native_thread(f"conn-{self.name}")
         while True:
             with self._lock:
                 if not self._commands:

@@ -23,6 +23,7 @@ from worker.api.task import Task
 from worker.runtime.status import StatusReporter
 from worker.runtime.task_metrics import TaskMetrics
 from worker.storage.base import State, TargetState, TaskId
+from worker.util.threads import name_native_thread
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,12 @@ class WorkerTask(ABC):
 
     # --- inside the task thread ----------------------------------------------------------
 
+    #: The start of the thread's name for the operating system (``top -H``, ``ps -L``):
+    #: ``{kind}{task}-{connector}``, cut at 15 bytes.
+    native_kind = "task"
+
     def _run(self) -> None:
+        name_native_thread(f"{self.native_kind}{self.id.task}-{self.id.connector}")
         try:
             self.initialize()
             if not self.stopping.is_set():
