@@ -27,8 +27,22 @@ def threads(pid: int) -> list[str]:
     return names
 
 
+#: The SQL store's SQLite files: its connection pool opens up to 5 connections (2
+#: descriptors each) as concurrent requests and status writes need them, and keeps them.
+SQLITE_FILES = (".db", ".db-wal", ".db-shm", ".db-journal")
+
+
 def fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
+    """Open descriptors other than the pooled SQLite connections' (a stopped task's client
+    sockets, pipes and files must be gone; the pool's size depends on load)."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        count += not target.endswith(SQLITE_FILES)
+    return count
 
 
 def client_threads(pid: int) -> int:
