@@ -45,7 +45,11 @@ BATCH_SIZE = 500
 POLL_TIMEOUT_S = 0.1
 #: Reader defaults; the connection's ``kafka_config`` overrides them. Brokers that cannot
 #: answer a fetch early when data arrives (Tansu) hold it this long at most.
-_READER_DEFAULTS = {"fetch.wait.max.ms": "100", "enable.partition.eof": "true"}
+# fetch.queue.backoff.ms: librdkafka (2.4+) waits 1 s before fetching again for a partition
+# whose local queue is full (queued.min.messages); catching up on a long status topic would
+# stall for a second every 100,000 records.
+_READER_DEFAULTS = {"fetch.wait.max.ms": "100", "enable.partition.eof": "true",
+                    "fetch.queue.backoff.ms": "100"}
 #: Consumer errors that retrying cannot fix: the topic is gone or not readable.
 _CONFIG_CODES = frozenset({KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError._UNKNOWN_TOPIC,
                           KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION})

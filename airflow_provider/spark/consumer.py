@@ -33,6 +33,10 @@ _CONSUME_WAIT_S = 1.0
 _TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}
 
 
+#: Milliseconds before librdkafka fetches again for a partition whose queue was full.
+FETCH_QUEUE_BACKOFF_MS = 100
+
+
 class KafkaReadError(RuntimeError):
     """A range could not be read: records are gone, or Kafka stopped answering."""
 
@@ -44,6 +48,10 @@ def consumer_config(client_config: Mapping[str, str], *, group_id_prefix: str,
     config: dict[str, Any] = dict(client_config)
     # librdkafka insists on a group.id even for assign(); no group is ever joined with it.
     config.setdefault("group.id", f"{group_id_prefix}-{uuid.uuid4().hex}")
+    # librdkafka (2.4+) waits fetch.queue.backoff.ms, 1 s by default, before fetching again
+    # for a partition whose local queue is full (queued.min.messages, 100,000 records): a
+    # range reader draining its queue faster than that would idle for the rest of it.
+    config.setdefault("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS)
     config.update({
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,

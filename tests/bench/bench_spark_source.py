@@ -49,7 +49,12 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from airflow_provider.spark.consumer import arrow_schema, consumer_config, read_range  # noqa: E402
+from airflow_provider.spark.consumer import (  # noqa: E402
+    FETCH_QUEUE_BACKOFF_MS,
+    arrow_schema,
+    consumer_config,
+    read_range,
+)
 from airflow_provider.spark.kafka_source import kafka_schema  # noqa: E402
 from worker.testing import EmbeddedBroker  # noqa: E402
 
@@ -105,12 +110,15 @@ def discover_ranges(bootstrap: str, topic: str, partitions: int, records: int) -
 
 def raw_read(bootstrap: str, topic: str, ranges: Ranges) -> tuple[float, int]:
     """One assigned consumer per partition, one partition after the other (as a Spark task
-    reads one range): per record, key, value, offset, timestamp and headers are taken."""
+    reads one range): per record, key, value, offset, timestamp and headers are taken.
+    The consumer has the range reader's ``fetch.queue.backoff.ms``."""
     count = 0
     start = time.perf_counter()
     for partition, (first, end) in ranges.items():
+        # The reader's fetch.queue.backoff.ms: librdkafka's own 1 s would idle this loop.
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"raw-{uuid.uuid4()}",
-                             "enable.auto.commit": False, "enable.partition.eof": True})
+                             "enable.auto.commit": False, "enable.partition.eof": True,
+                             "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS})
         consumer.assign([TopicPartition(topic, partition, first)])
         received: list[Any] = []
         done = first >= end

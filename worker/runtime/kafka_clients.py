@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from worker.config.client_props import ClientProps, translate_logged
 from worker.config.worker_config import WorkerConfig
+from worker.util.consumer_defaults import CONSUMER_DEFAULTS
 from worker.util.kafka_types import ClientConfig
 from worker.util.librdkafka_keys import is_librdkafka_property
 from worker.util.props import strip_prefix
@@ -146,6 +147,7 @@ def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         # its topic exists (or a topics.regex gaining a topic) would wait that long.
         "topic.metadata.refresh.interval.ms": "10000",
         "client.id": client_id,
+        **CONSUMER_DEFAULTS,  # fetch.queue.backoff.ms: worker.util.consumer_defaults
         **METRICS_PUSH,
     }
     if statistics:

@@ -41,6 +41,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from worker.errors import StorageError
+from worker.util.consumer_defaults import CONSUMER_DEFAULTS
 from worker.util.kafka_types import ConsumedMessage
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,8 @@ class KafkaBasedLog:
         # A short fetch wait bounds how long a write takes to be read back on brokers
         # that answer a fetch only when the wait ends (Tansu); it never joins the group
         # (assign() only), but librdkafka insists on a group.id.
-        self._consumer_config = {"fetch.wait.max.ms": 50, **consumer_config, **stats,
+        self._consumer_config = {"fetch.wait.max.ms": 50, **CONSUMER_DEFAULTS,
+                                 **consumer_config, **stats,
                                  "logger": lib_log,
                                  "group.id": f"{consumer_config.get('client.id')}-{topic}",
                                  "enable.auto.commit": False, "enable.auto.offset.store": False,

@@ -121,6 +121,10 @@ def test_reader_config_has_no_group_membership_and_lets_kafka_config_override() 
     assert config["enable.partition.eof"] is True
     assert config["enable.auto.commit"] == "false"
     assert config["security.protocol"] == "SSL" and config["fetch.wait.max.ms"] == "50"
+    assert config["fetch.queue.backoff.ms"] == "100"  # librdkafka's 1 s stalls a catch-up
+    override = ConnectionSettings(base_url="http://c:8083", bootstrap_servers="k:9092",
+                                  kafka_config={"fetch.queue.backoff.ms": "10"})
+    assert reader_config(override)["fetch.queue.backoff.ms"] == "10"
     with pytest.raises(KafkaConnectConfigError, match="bootstrap_servers"):
         reader_config(ConnectionSettings(base_url="http://c:8083"))
 

@@ -80,6 +80,15 @@ def test_consumer_config_owns_commits_eof_and_reset() -> None:
     assert (tolerant["group.id"], tolerant["auto.offset.reset"]) == ("mine", "earliest")
 
 
+def test_consumer_config_fetches_again_soon_after_a_full_queue_unless_told_otherwise() -> None:
+    # librdkafka's own 1 s would idle a reader that drains its queue faster than that.
+    assert consumer_config({"bootstrap.servers": "k"}, group_id_prefix="j",
+                           fail_on_data_loss=True)["fetch.queue.backoff.ms"] == 100
+    mine = consumer_config({"bootstrap.servers": "k", "fetch.queue.backoff.ms": "7"},
+                           group_id_prefix="j", fail_on_data_loss=True)
+    assert mine["fetch.queue.backoff.ms"] == "7"
+
+
 def test_reads_until_the_last_offset_of_the_range(consumer: type[ScriptedConsumer]) -> None:
     consumer.script = [records(5, 6), records(7, 8, 9)]  # 8 and 9 are past the range
     batches = read(5, 8)

@@ -50,3 +50,16 @@ def test_a_connector_override_turns_the_push_back_on() -> None:
                 for role in ("producer", "consumer", "admin")}
     for role, conf in configs(worker_config(), override).items():
         assert conf["enable.metrics.push"] == "true", role
+
+
+def test_sink_consumers_fetch_again_a_tenth_of_a_second_after_a_full_queue() -> None:
+    # librdkafka's own 1 s kept a sink that drains its queue quickly idle (150k → 560k
+    # records/s in tests/bench/bench_pipeline.py).
+    assert configs(worker_config())["consumer"]["fetch.queue.backoff.ms"] == "100"
+
+
+def test_a_worker_key_or_a_connector_override_sets_the_fetch_queue_backoff() -> None:
+    worker = worker_config(**{"consumer.fetch.queue.backoff.ms": "20"})
+    assert configs(worker)["consumer"]["fetch.queue.backoff.ms"] == "20"
+    override = {"consumer.override.fetch.queue.backoff.ms": "5"}
+    assert configs(worker, override)["consumer"]["fetch.queue.backoff.ms"] == "5"
