@@ -349,9 +349,11 @@ class FileStreamSinkTask(SinkTask):
     def put(self, records: list[SinkRecord]) -> None:
         if not records or self._out is None:
             return
-        # One write per batch: per-record writes dominate the cost of this sink.
-        self._out.write("".join(
-            [("null" if r.value is None else str(r.value)) + "\n" for r in records]))
+        # One write per batch: per-record writes dominate the cost of this sink; a str
+        # value (String and schemaless JSON converters) is written as it is.
+        self._out.write("\n".join(
+            [v if type(v := r.value) is str else "null" if v is None else str(v)
+             for r in records]) + "\n")
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
         if self._out is not None:

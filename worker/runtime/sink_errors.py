@@ -40,6 +40,8 @@ from worker.util.kafka_types import ConsumedMessage
 log = logging.getLogger(__name__)
 
 TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
+#: Kafka's timestamp type names by confluent-kafka's codes (0: none), indexed on the hot path.
+TIMESTAMP_NAMES = ("NoTimestampType", TIMESTAMP_TYPES[1], TIMESTAMP_TYPES[2])
 
 RecordBuilder = Callable[[ConsumedMessage, SchemaAndValue, SchemaAndValue], SinkRecord]
 

@@ -20,7 +20,7 @@ from worker.api.connector import TopicPartition
 from worker.api.converter import Converter
 from worker.api.data import SchemaAndValue
 from worker.api.exceptions import ConnectException, RetriableException
-from worker.api.records import SinkRecord
+from worker.api.records import SinkRecord, consumed_record
 from worker.api.task import SinkTask
 from worker.connectors.header_converter import decode_headers
 from worker.runtime.chain import TransformationChain
@@ -35,7 +35,7 @@ from worker.runtime.error_handling import (
 from worker.runtime.idle_poller import IdlePoller
 from worker.runtime.kafka_clients import CLIENT_LOG
 from worker.runtime.sink_context import WorkerSinkTaskContext, subscription_pattern
-from worker.runtime.sink_errors import TIMESTAMP_TYPES, SinkErrorHandler
+from worker.runtime.sink_errors import TIMESTAMP_NAMES, TIMESTAMP_TYPES, SinkErrorHandler
 from worker.runtime.status import StatusReporter
 from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_task import WorkerTask
@@ -296,6 +296,7 @@ class WorkerSinkTask(WorkerTask):
         key_conv = self._key_converter.to_connect_data
         value_conv = self._value_converter.to_connect_data
         chain = self._chain if self._chain else None
+        new_record = consumed_record
         positions: dict[TopicPartition, int] = {}
         committed = self._committed
         # The first message always differs from this sentinel, so ``tp`` is set before use.
@@ -325,9 +326,9 @@ class WorkerSinkTask(WorkerTask):
                 value_schema, value = value_conv(topic, msg.value())
                 ts_type, ts = msg.timestamp()
                 raw_headers = msg.headers()  # None when the message has none
-                record: SinkRecord | None = SinkRecord(
+                record: SinkRecord | None = new_record(
                     topic, partition, key_schema, key, value_schema, value, offset,
-                    ts if ts_type else None, TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"),
+                    ts if ts_type else None, TIMESTAMP_NAMES[ts_type],
                     decode_headers(raw_headers, self.header_converter, topic)
                     if raw_headers else None)
                 if chain is not None:
