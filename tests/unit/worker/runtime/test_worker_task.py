@@ -21,9 +21,12 @@ TASK = TaskId("c", 0)
 class RecordingStatus:
     def __init__(self) -> None:
         self.states: list[State] = []
+        self.running = threading.Event()
 
     def task(self, _task: TaskId, state: State, _error: BaseException | None = None) -> None:
         self.states.append(state)
+        if state is State.RUNNING:
+            self.running.set()
 
 
 class IdleTask(Task):
@@ -61,6 +64,8 @@ def test_a_task_stopped_in_time_reports_running_then_unassigned() -> None:
     task = SlowClosingTask(status)
     task.release.set()
     task.start()
+    # A task stopped before its thread got going never reports RUNNING: stop a running one.
+    assert status.running.wait(5)
     task.stop()
     assert task.await_stop(5)
     assert not task.cancelled
