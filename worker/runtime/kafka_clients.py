@@ -61,7 +61,10 @@ def statistics_interval_ms(worker: WorkerConfig) -> int:
     ``metrics.sample.window.ms`` (the window of Kafka's own metrics), within 1 s .. 24 h.
     librdkafka then hands its statistics to the task's ``stats_cb``
     (``worker.runtime.client_metrics``); a ``producer.``/``consumer.`` key or a connector
-    override of ``statistics.interval.ms`` wins, ``0`` turns them off."""
+    override of ``statistics.interval.ms`` wins, ``0`` turns them off. Only while the
+    worker serves ``/metrics`` (``rest.metrics.enabled``): with statistics on, librdkafka
+    keeps latency histograms per broker connection, about 110 kB per producer and 140 kB
+    per consumer."""
     window_ms = int(worker.get("metrics.sample.window.ms"))
     return min(max(window_ms, _MIN_STATS_INTERVAL_MS), _MAX_STATS_INTERVAL_MS)
 
@@ -89,7 +92,7 @@ def producer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         "client.id": client_id,
         **METRICS_PUSH,
     }
-    if statistics:
+    if statistics and worker.get("rest.metrics.enabled"):
         conf["statistics.interval.ms"] = str(statistics_interval_ms(worker))
     conf.update(task_client_props(worker, connector_config, "producer").config)
     tolerate_all = str(connector_config.get("errors.tolerance", "")).strip().lower() == "all"
@@ -150,7 +153,7 @@ def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         **CONSUMER_DEFAULTS,  # fetch.queue.backoff.ms: worker.util.consumer_defaults
         **METRICS_PUSH,
     }
-    if statistics:
+    if statistics and worker.get("rest.metrics.enabled"):
         conf["statistics.interval.ms"] = str(statistics_interval_ms(worker))
     conf.update(task_client_props(worker, connector_config, "consumer").config)
     conf["enable.auto.commit"] = "false"  # the runtime commits after flush, never librdkafka

@@ -296,6 +296,19 @@ def test_task_clients_default_to_the_metrics_window() -> None:
     assert kafka_clients.statistics_interval_ms(tiny) == 1000  # at least 1 s
 
 
+def test_a_worker_that_serves_no_metrics_builds_no_client_statistics() -> None:
+    # They would cost each client its histograms (110-140 kB) for nothing.
+    worker = worker_config(rest_metrics_enabled="false")
+    assert "statistics.interval.ms" not in kafka_clients.producer_config(
+        worker, {}, "p", statistics=True)
+    assert "statistics.interval.ms" not in kafka_clients.consumer_config(
+        worker, {}, "c", "id", statistics=True)
+    # An explicit setting is the user's: it stays.
+    asked = worker_config(rest_metrics_enabled="false", consumer_statistics_interval_ms="5000")
+    assert kafka_clients.consumer_config(asked, {}, "c", "id", statistics=True)[
+        "statistics.interval.ms"] == "5000"
+
+
 def test_clients_without_a_listener_build_no_statistics() -> None:
     # e.g. the config check's producer, or a benchmark's raw consumer
     worker = worker_config()
