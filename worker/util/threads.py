@@ -4,11 +4,12 @@ threads for the operating system."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import TypeVar, cast
 
 T = TypeVar("T")
 
@@ -41,11 +42,17 @@ def name_native_thread(name: str) -> None:
     which ``top -H``, ``ps -L`` and ``/proc/<pid>/task/<tid>/comm`` show (Python's thread
     names stay inside Python before 3.14). Linux only (``prctl(PR_SET_NAME)``); elsewhere,
     or if the call fails, nothing happens."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(_PR_SET_NAME, name.encode("utf-8", "replace")[:_NATIVE_NAME_BYTES], 0, 0, 0)
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, looked up once (None off Linux or without it)."""
     if not sys.platform.startswith("linux"):
-        return
+        return None
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_NAME, name.encode("utf-8", "replace")[:_NATIVE_NAME_BYTES],
-                   0, 0, 0)
+        return cast("Callable[..., int]", ctypes.CDLL(None, use_errno=True).prctl)
     except (OSError, AttributeError):
-        pass
+        return None
