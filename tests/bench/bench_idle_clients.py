@@ -1,4 +1,5 @@
-"""How often an idle task client's librdkafka threads wake up, per thread.
+"""What an idle task client costs: librdkafka's wake-ups per thread, and memory with and
+without statistics.
 
 Why a worker's idle CPU grows with its tasks even when no task does anything: each task
 owns a librdkafka client (a source task's producer, a sink task's consumer), and each
@@ -8,9 +9,14 @@ statistics on, as for ``/metrics``), lets the consumer join its group on a topic
 traffic, serves both every 100 ms without waiting (as the worker's idle poller does),
 and counts each librdkafka thread's context switches over ``--seconds``.
 
-Run: ``.venv/bin/python tests/bench/bench_client_wakes.py [--seconds 10]
+Memory: ``--clients`` N producers (each sends one record to its own topic) and N consumers
+(each assigned its own topic), built with statistics (``statistics.interval.ms`` as the
+worker sets it for task clients, with a ``stats_cb``) and then, in a fresh process, without;
+the growth of this process's RSS divided by N, after 10 s of serving them.
+
+Run: ``.venv/bin/python tests/bench/bench_idle_clients.py [--seconds 10] [--clients 50]
 [--results FILE]`` (uses KAFKA_BOOTSTRAP_SERVERS when set, else the embedded broker).
-Prints a table and writes ``tests/bench/results/client_wakes.json``.
+Prints tables and writes ``tests/bench/results/idle_clients.json``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import argparse
 import json
 import os
 import platform
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -32,7 +40,7 @@ from worker.config.worker_config import WorkerConfig
 from worker.runtime import kafka_clients
 from worker.testing import EmbeddedBroker
 
-RESULTS = Path(__file__).parent / "results" / "client_wakes.json"
+RESULTS = Path(__file__).parent / "results" / "idle_clients.json"
 
 
 def switches() -> dict[str, tuple[str, int]]:
@@ -50,6 +58,57 @@ def switches() -> dict[str, tuple[str, int]]:
     return out
 
 
+def rss_kb() -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+
+
+def memory_per_client(bootstrap: str, clients: int, statistics: bool) -> dict[str, float]:
+    """kB of RSS per idle producer and per idle assigned consumer (this process)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [f"bench-mem-{uuid.uuid4().hex[:8]}" for _ in range(clients)]
+    for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+        future.result(30)
+    worker = WorkerConfig({"bootstrap.servers": bootstrap,
+                           "consumer.session.timeout.ms": "6000"})
+    stats: dict[str, object] = {"stats_cb": ignore} if statistics else {}
+    before = rss_kb()
+    producers = []
+    for i, topic in enumerate(topics):
+        producer = Producer({**kafka_clients.producer_config(
+            worker, {}, f"bench-p{i}", statistics=statistics), **stats})
+        producer.produce(topic, b"x")
+        producers.append(producer)
+    for producer in producers:
+        assert producer.flush(30) == 0
+    with_producers = rss_kb()
+    consumers = []
+    for i, topic in enumerate(topics):
+        consumer = Consumer({**kafka_clients.consumer_config(
+            worker, {"consumer.override.group.id": f"bench-{uuid.uuid4().hex}"}, "bench",
+            f"bench-c{i}", statistics=statistics), **stats})
+        consumer.subscribe([topic])
+        consumers.append(consumer)
+    deadline = time.monotonic() + 60
+    while not all(c.assignment() for c in consumers) and time.monotonic() < deadline:
+        for consumer in consumers:
+            consumer.consume(10, 0)
+        time.sleep(0.1)
+    assert all(c.assignment() for c in consumers), "not every consumer was assigned"
+    settle = time.monotonic() + 10
+    while time.monotonic() < settle:
+        for consumer in consumers:
+            consumer.consume(10, 0)
+        for producer in producers:
+            producer.poll(0)
+        time.sleep(0.1)
+    after = rss_kb()
+    for consumer in consumers:
+        consumer.close()
+    return {"producer_kb": (with_producers - before) / clients,
+            "consumer_kb": (after - with_producers) / clients}
+
+
 def ignore(_stats: str) -> None:
     """The statistics callback: the worker parses them; that cost is not measured here."""
 
@@ -57,8 +116,15 @@ def ignore(_stats: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--memory-only", choices=("with", "without"), default=None,
+                        help=argparse.SUPPRESS)  # the child process of the memory figures
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
+    if args.memory_only:
+        print(json.dumps(memory_per_client(os.environ["KAFKA_BOOTSTRAP_SERVERS"], args.clients,
+                                           args.memory_only == "with")))
+        return
     with ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         if not bootstrap:
@@ -103,6 +169,13 @@ def main() -> None:
             stop.set()
             server.join(10)
             consumer.close()
+        memory = {}  # each in a fresh process, so that one does not reuse the other's memory
+        for mode in ("with", "without"):
+            child = subprocess.run(
+                [sys.executable, __file__, "--memory-only", mode, "--clients", str(args.clients)],
+                env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}, capture_output=True,
+                text=True, timeout=300, check=True)
+            memory[f"{mode} statistics"] = json.loads(child.stdout.strip().splitlines()[-1])
     rows = []
     for tid, (name, count) in sorted(end.items(), key=lambda item: item[1][0]):
         if tid in start and tid not in threads_before and name.startswith("rdk:"):
@@ -114,7 +187,11 @@ def main() -> None:
         for row in mine:
             print(f"{client:<9} {row['thread']:<16} {row['wakes_per_s']:6.1f} wakes/s")
         print(f"{client:<9} {'total':<16} {sum(r['wakes_per_s'] for r in mine):6.1f} wakes/s")
-    summary = {"seconds": args.seconds, "rows": rows,
+    for mode, figures in memory.items():
+        print(f"{mode:<18} producer {figures['producer_kb']:6.0f} kB, "
+              f"consumer {figures['consumer_kb']:6.0f} kB per idle client")
+    summary = {"seconds": args.seconds, "rows": rows, "memory_kb_per_client": memory,
+               "clients": args.clients,
                "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
                           f"Python {platform.python_version()}",
                "broker": "KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS")

@@ -23,6 +23,9 @@ With ``--nofile K`` the worker runs with ``RLIMIT_NOFILE`` K (soft = hard) and t
 reports, instead of the stopped figures, how the shortage shows: REST errors, ``/health``,
 tasks FAILED (and whether their traces name the file-descriptor limit), tasks RUNNING.
 
+``--worker-env KEY=VALUE`` and ``--worker-prop KEY=VALUE`` (repeatable) add to the worker
+process's environment and to its properties.
+
 Run: ``.venv/bin/python tests/bench/bench_scale.py [--sizes 10,50,100,250,500]``; prints
 the table and writes ``tests/bench/results/scale.json`` (``--results`` to change).
 Targets (issue #19, 500 tasks): REST p99 ≤ 2× the stopped p99; ``?expand=status`` running
@@ -212,7 +215,8 @@ def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path,
     props = write_properties(work / f"{run}.properties", {
         "bootstrap.servers": broker, "listeners": f"http://127.0.0.1:{port}",
         "storage.sql.url": f"sqlite:///{work / (run + '.db')}",
-        "key.converter": STRING, "value.converter": STRING})
+        "key.converter": STRING, "value.converter": STRING,
+        **dict(item.split("=", 1) for item in args.worker_prop)})
     kwargs: dict[str, Any] = {"url": f"http://127.0.0.1:{port}",
                               "log_path": work / f"{run}.log", "cwd": work,
                               "request_timeout": 120.0}
@@ -312,6 +316,9 @@ def main() -> None:
                         help="run the worker with this RLIMIT_NOFILE (the shortage mode)")
     parser.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE",
                         help="environment of the worker process, e.g. MALLOC_ARENA_MAX=2")
+    parser.add_argument("--worker-prop", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra worker property, e.g. "
+                             "consumer.statistics.interval.ms=0")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
