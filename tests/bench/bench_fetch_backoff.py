@@ -18,9 +18,7 @@ Prints a table and writes ``tests/bench/results/fetch_backoff.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import resource
 import sys
 import time
@@ -33,6 +31,7 @@ from confluent_kafka.admin import AdminClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_pipeline import create_topic, expected_pairs, raw_produce  # noqa: E402
+from saved_results import save  # noqa: E402
 
 from worker.config.worker_config import WorkerConfig  # noqa: E402
 from worker.runtime import kafka_clients  # noqa: E402
@@ -108,13 +107,7 @@ def main() -> None:
                   f"{args.records / elapsed:>12,.0f} rec/s  broker cpu "
                   f"{rows[-1]['broker_cpu_s']:.2f} s  consumer process cpu "
                   f"{rows[-1]['consumer_process_cpu_s']:.2f} s", flush=True)
-    summary = {"records": args.records, "rows": rows,
-               "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-                          f"Python {platform.python_version()}",
-               "broker": "KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-                         else "embedded Tansu"}
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(summary, indent=2) + "\n")
+    save(args.results, {"records": args.records, "rows": rows})
     print(f"saved {args.results}")
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import threading
@@ -35,6 +34,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from saved_results import save  # tests/bench/, this script's directory
 
 from worker.config.worker_config import WorkerConfig
 from worker.runtime import kafka_clients
@@ -190,14 +190,8 @@ def main() -> None:
     for mode, figures in memory.items():
         print(f"{mode:<18} producer {figures['producer_kb']:6.0f} kB, "
               f"consumer {figures['consumer_kb']:6.0f} kB per idle client")
-    summary = {"seconds": args.seconds, "rows": rows, "memory_kb_per_client": memory,
-               "clients": args.clients,
-               "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-                          f"Python {platform.python_version()}",
-               "broker": "KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-                         else "embedded Tansu"}
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(summary, indent=2) + "\n")
+    save(args.results, {"seconds": args.seconds, "rows": rows, "clients": args.clients,
+                        "memory_kb_per_client": memory})
     print(f"saved {args.results}")
 
 

@@ -41,9 +41,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
-import platform
 import statistics
 import tempfile
 import threading
@@ -57,6 +55,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from saved_results import save  # tests/bench/, this script's directory
 
 from worker.api import SinkConnector, SinkRecord, SinkTask, SourceRecord, Task
 from worker.config.worker_config import WorkerConfig
@@ -524,15 +523,8 @@ def main() -> None:
         if "worker_cpu_us" in rounds[0][row]:
             for key in ("raw_cpu_us", "worker_cpu_us"):
                 rows[row][key] = statistics.median(r[row][key] for r in rounds)
-    summary = {
-        "records": n, "value_bytes": VALUE_SIZE, "rows": rows, "rounds": rounds,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-                   f"Python {platform.python_version()}",
-        "broker": "KAFKA_BOOTSTRAP_SERVERS" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-                  else "embedded Tansu",
-    }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(summary, indent=2) + "\n")
+    save(args.results, {"records": n, "value_bytes": VALUE_SIZE, "rows": rows,
+                        "rounds": rounds})
     print(f"\n{'path':<28}{'raw rec/s':>12}{'worker rec/s':>14}{'ratio':>7}"
           f"{'raw cpu us':>11}{'task cpu us':>12}  ratio per round")
     for row, figures in rows.items():
