@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from airflow.sdk import BaseHook, Connection
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, Message
 
 from airflow_provider.connector_state import TaskState
 from airflow_provider.exceptions import KafkaConnectConfigError, KafkaConnectTransportError
@@ -27,6 +27,7 @@ from airflow_provider.hooks.status_topic import (
     reader_config,
 )
 from airflow_provider.status_records import ConnectorStatusView
+from tests.support.messages import consumed
 from tests.unit.airflow_provider.hooks._fakes import off_the_loop
 
 # Bytes of Kafka's JsonConverter (schemas.enable=false), as KafkaStatusBackingStore writes.
@@ -36,56 +37,44 @@ RUNNING_V = b'{"state":"RUNNING","trace":null,"worker_id":"10.0.0.1:8083","gener
 # ---------------------------------------------------------------------------- reading
 
 
-@dataclass
-class FakeMessage:
-    """What ``Consumer.consume()`` returns: a record, or an event such as partition EOF."""
-
-    partition_: int
-    key_: bytes | None = None
-    value_: bytes | None = None
-    error_: KafkaError | None = None
-
-    def error(self) -> KafkaError | None:
-        return self.error_
-
-    def partition(self) -> int:
-        return self.partition_
-
-    def key(self) -> bytes | None:
-        return self.key_
-
-    def value(self) -> bytes | None:
-        return self.value_
+def status(partition: int, key: bytes, value: bytes | None) -> Message:
+    """A record of the status topic, as ``Consumer.consume()`` returns it."""
+    return consumed(value, key, topic="connect-status", partition=partition)
 
 
-def eof(partition: int) -> FakeMessage:
-    return FakeMessage(partition, error_=KafkaError(KafkaError._PARTITION_EOF))
+def event(partition: int, error: KafkaError) -> Message:
+    """What ``Consumer.consume()`` returns for an event: a message whose error() is set."""
+    return consumed(None, topic="connect-status", partition=partition, error=error)
+
+
+def eof(partition: int) -> Message:
+    return event(partition, KafkaError(KafkaError._PARTITION_EOF))
 
 
 def test_caught_up_only_once_every_partition_reached_its_end() -> None:
     catch_up = _CatchUp(ConnectorStatusView("x"), frozenset({0, 1, 2}), "connect-status")
-    catch_up.feed([FakeMessage(0, b"status-connector-x", RUNNING_V), eof(0),
-                   FakeMessage(2, b"status-connector-other", b"not even json"), eof(2)])
+    catch_up.feed([status(0, b"status-connector-x", RUNNING_V), eof(0),
+                   status(2, b"status-connector-other", b"not even json"), eof(2)])
     assert not catch_up.caught_up and catch_up.view.connector_state == "RUNNING"
-    catch_up.feed([FakeMessage(1, b"status-task-x-0", RUNNING_V), eof(1)])
+    catch_up.feed([status(1, b"status-task-x-0", RUNNING_V), eof(1)])
     assert catch_up.caught_up and catch_up.records == 3
     assert catch_up.view.tasks == {0: TaskState("RUNNING", None, "10.0.0.1:8083")}
-    catch_up.feed([FakeMessage(1, b"status-task-x-0", None), eof(1)])  # EOF again: fine
+    catch_up.feed([status(1, b"status-task-x-0", None), eof(1)])  # EOF again: fine
     assert catch_up.caught_up and catch_up.view.tasks == {}
 
 
 def test_consumer_errors(caplog: pytest.LogCaptureFixture) -> None:
     catch_up = _CatchUp(ConnectorStatusView("x"), frozenset({0}), "connect-status")
-    transient = FakeMessage(0, error_=KafkaError(KafkaError._TRANSPORT))
+    transient = event(0, KafkaError(KafkaError._TRANSPORT))
     with caplog.at_level(logging.WARNING):
         catch_up.feed([transient, transient])
     # Transient: librdkafka retries; warned once per kind of error.
     assert [r.getMessage() for r in caplog.records if "connect-status" in r.getMessage()] \
         == [caplog.records[0].getMessage()]
     with pytest.raises(KafkaConnectConfigError, match="connect-status"):
-        catch_up.feed([FakeMessage(0, error_=KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))])
+        catch_up.feed([event(0, KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))])
     with pytest.raises(KafkaConnectTransportError, match="connect-status"):
-        catch_up.feed([FakeMessage(0, error_=KafkaError(KafkaError._FATAL, fatal=True))])
+        catch_up.feed([event(0, KafkaError(KafkaError._FATAL, fatal=True))])
 
 
 @dataclass

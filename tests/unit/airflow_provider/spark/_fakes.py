@@ -1,4 +1,5 @@
-"""Fakes for the Kafka data source's unit tests: cluster look-ups and consumer messages."""
+"""Fakes for the Kafka data source's unit tests: cluster look-ups, and consumed messages
+(real ``confluent_kafka.Message`` objects)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaError, Message
+
 from airflow_provider.spark.offsets import TopicPartitionKey
+from tests.support.messages import consumed
 
 
 @dataclass
@@ -41,46 +45,10 @@ class FakeLookups:
         self.closed += 1
 
 
-class FakeError:
-    """A confluent-kafka ``KafkaError`` stand-in."""
-
-    def __init__(self, code: int, fatal: bool = False) -> None:
-        self._code, self._fatal = code, fatal
-
-    def code(self) -> int:
-        return self._code
-
-    def fatal(self) -> bool:
-        return self._fatal
-
-    def str(self) -> str:
-        return f"error {self._code}"
-
-
-class FakeMessage:
-    """A confluent-kafka ``Message`` stand-in (a record, or an event when ``err`` is set)."""
-
-    def __init__(self, offset: int = -1, *, key: bytes | None = None,
-                 value: bytes | None = None, timestamp: tuple[int, int] = (1, 1_700_000_000_123),
-                 headers: list[tuple[str, bytes | None]] | None = None,
-                 err: FakeError | None = None) -> None:
-        self._offset, self._key, self._value = offset, key, value
-        self._timestamp, self._headers, self._err = timestamp, headers, err
-
-    def error(self) -> FakeError | None:
-        return self._err
-
-    def offset(self) -> int:
-        return self._offset
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def timestamp(self) -> tuple[int, int]:
-        return self._timestamp
-
-    def headers(self) -> list[tuple[str, bytes | None]] | None:
-        return self._headers
+def message(offset: int = -1, *, key: bytes | None = None, value: bytes | None = None,
+            timestamp: tuple[int, int] = (1, 1_700_000_000_123),
+            headers: list[tuple[str, bytes | None]] | None = None,
+            error: KafkaError | None = None) -> Message:
+    """A record of t-3 at ``offset`` as the consumer returns it (an event when ``error``)."""
+    return consumed(value, key, topic="t", partition=3, offset=offset, headers=headers,
+                    timestamp=timestamp, error=error)

@@ -8,7 +8,7 @@ from typing import Any
 import confluent_kafka
 import pyarrow as pa
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, Message
 
 from airflow_provider.spark.consumer import (
     KafkaReadError,
@@ -17,7 +17,7 @@ from airflow_provider.spark.consumer import (
     read_range,
 )
 from airflow_provider.spark.kafka_source import kafka_schema
-from tests.unit.airflow_provider.spark._fakes import FakeError, FakeMessage
+from tests.unit.airflow_provider.spark._fakes import message
 
 SCHEMA = arrow_schema(kafka_schema())
 
@@ -26,19 +26,19 @@ class ScriptedConsumer:
     """Returns one scripted list of messages per ``consume()``, then nothing."""
 
     instances: list[ScriptedConsumer] = []
-    script: list[list[FakeMessage]] = []
+    script: list[list[Message]] = []
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
         self.assigned: list[Any] = []
         self.closed = False
-        self._batches: Iterator[list[FakeMessage]] = iter(list(type(self).script))
+        self._batches: Iterator[list[Message]] = iter(list(type(self).script))
         type(self).instances.append(self)
 
     def assign(self, partitions: list[Any]) -> None:
         self.assigned = partitions
 
-    def consume(self, num_messages: int, timeout: float) -> list[FakeMessage]:
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
         return next(self._batches, [])
 
     def close(self) -> None:
@@ -53,8 +53,8 @@ def consumer(monkeypatch: pytest.MonkeyPatch) -> type[ScriptedConsumer]:
     return ScriptedConsumer
 
 
-def records(*offsets: int) -> list[FakeMessage]:
-    return [FakeMessage(o, key=f"k{o}".encode(), value=f"v{o}".encode()) for o in offsets]
+def records(*offsets: int) -> list[Message]:
+    return [message(o, key=f"k{o}".encode(), value=f"v{o}".encode()) for o in offsets]
 
 
 def read(start: int, end: int, **kwargs: Any) -> list[pa.RecordBatch]:
@@ -100,10 +100,10 @@ def test_reads_until_the_last_offset_of_the_range(consumer: type[ScriptedConsume
 
 def test_rows_have_sparks_kafka_columns(consumer: type[ScriptedConsumer]) -> None:
     consumer.script = [[
-        FakeMessage(0, key=None, value=b"v", timestamp=(1, 1_700_000_000_123),
-                    headers=[("h", b"1"), ("n", None)]),
-        FakeMessage(1, key=b"k", value=None, timestamp=(2, 5), headers=[]),
-        FakeMessage(2, timestamp=(0, -1)),
+        message(0, key=None, value=b"v", timestamp=(1, 1_700_000_000_123),
+                headers=[("h", b"1"), ("n", None)]),
+        message(1, key=b"k", value=None, timestamp=(2, 5), headers=[]),
+        message(2, timestamp=(0, -1)),
     ]]
     (batch,) = read(0, 3)
     assert batch.schema.equals(SCHEMA)
@@ -118,7 +118,7 @@ def test_rows_have_sparks_kafka_columns(consumer: type[ScriptedConsumer]) -> Non
 
 
 def test_partition_eof_ends_the_range_early(consumer: type[ScriptedConsumer]) -> None:
-    consumer.script = [records(0, 1) + [FakeMessage(err=FakeError(KafkaError._PARTITION_EOF))]]
+    consumer.script = [records(0, 1) + [message(error=KafkaError(KafkaError._PARTITION_EOF))]]
     assert offsets(read(0, 10)) == [0, 1]
 
 
@@ -139,16 +139,16 @@ def test_empty_range_opens_no_consumer(consumer: type[ScriptedConsumer]) -> None
 
 
 def test_missing_records_fail_with_the_data_loss_hint(consumer: type[ScriptedConsumer]) -> None:
-    consumer.script = [[FakeMessage(err=FakeError(KafkaError._AUTO_OFFSET_RESET))]]
+    consumer.script = [[message(error=KafkaError(KafkaError._AUTO_OFFSET_RESET))]]
     with pytest.raises(KafkaReadError, match="no longer in Kafka.*failOnDataLoss=false"):
         read(0, 10)
     assert consumer.instances[0].closed
 
 
 def test_transient_errors_are_retried_fatal_ones_raise(consumer: type[ScriptedConsumer]) -> None:
-    consumer.script = [[FakeMessage(err=FakeError(KafkaError._TRANSPORT))], records(0)]
+    consumer.script = [[message(error=KafkaError(KafkaError._TRANSPORT))], records(0)]
     assert offsets(read(0, 1)) == [0]
-    consumer.script = [[FakeMessage(err=FakeError(KafkaError._FATAL, fatal=True))]]
+    consumer.script = [[message(error=KafkaError(KafkaError._FATAL, fatal=True))]]
     with pytest.raises(KafkaReadError, match="reading t-3"):
         read(0, 1)
 

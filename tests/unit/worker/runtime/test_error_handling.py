@@ -8,11 +8,12 @@ import random
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from tests.support.messages import consumed
 from worker.api.converter import Converter
 from worker.api.data import SchemaAndValue
 from worker.api.exceptions import ConnectException, DataException, RetriableException
@@ -35,6 +36,7 @@ from worker.runtime.error_handling import (
 )
 from worker.runtime.sink_errors import SinkErrorHandler, describe_consumed
 from worker.storage.base import TaskId
+from worker.util.kafka_types import ConsumedMessage
 
 TASK = TaskId("orders-sink", 2)
 
@@ -47,40 +49,13 @@ class FakeClock:
         return self.now
 
 
-class Message:
-    """The part of confluent_kafka.Message the error path reads."""
-
-    def __init__(self, value: bytes | None, key: bytes | None = b"k", *, topic: str = "orders",
-                 partition: int = 3, offset: int = 41,
-                 headers: list[tuple[str, bytes | None]] | None = None,
-                 timestamp: tuple[int, int] = (1, 1_700_000_000_000)) -> None:
-        self._value, self._key, self._topic = value, key, topic
-        self._partition, self._offset = partition, offset
-        self._headers, self._timestamp = headers, timestamp
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def headers(self) -> list[tuple[str, bytes | None]] | None:
-        return self._headers
-
-    def timestamp(self) -> tuple[int, int]:
-        return self._timestamp
-
-    def error(self) -> None:
-        return None
+def from_orders(value: bytes | None, key: bytes | None = b"k", *,
+                headers: list[tuple[str, bytes | None]] | None = None,
+                timestamp: tuple[int, int] = (1, 1_700_000_000_000)) -> ConsumedMessage:
+    """A record consumed from orders-3 at offset 41, for the error path to report (cast as
+    the worker casts what ``consume()`` returns: its coordinates are never None)."""
+    return cast(ConsumedMessage, consumed(value, key, topic="orders", partition=3,
+                                          offset=41, headers=headers, timestamp=timestamp))
 
 
 def flaky(failures: int, error: type[Exception] = RetriableException) -> Any:
@@ -225,7 +200,7 @@ class TestTolerance:
 # --- reporting ---------------------------------------------------------------------------
 
 
-def failed_context(message: Message, stage: Stage = Stage.VALUE_CONVERTER,
+def failed_context(message: ConsumedMessage, stage: Stage = Stage.VALUE_CONVERTER,
                    detail: str = "Converting byte[] to Kafka Connect data failed"
                    ) -> ProcessingContext:
     context = ProcessingContext(message)
@@ -242,7 +217,7 @@ def failed_context(message: Message, stage: Stage = Stage.VALUE_CONVERTER,
 
 class TestContextHeaders:
     def test_kafka_names_order_and_utf8_values(self) -> None:
-        context = failed_context(Message(b"x"))
+        context = failed_context(from_orders(b"x"))
         headers = context_headers(context, TASK)
         assert [k for k, _ in headers] == [
             "__connect.errors.topic", "__connect.errors.partition", "__connect.errors.offset",
@@ -266,7 +241,7 @@ class TestContextHeaders:
         assert b"ValueError: bad byte" in trace and b"DataException" in trace
 
     def test_an_exception_without_message_has_a_null_message_header(self) -> None:
-        context = ProcessingContext(Message(b"x"))
+        context = ProcessingContext(from_orders(b"x"))
         context.stage, context.executing_class, context.error = Stage.TRANSFORMATION, str, \
             KeyError()
         assert dict(context_headers(context, TASK))["__connect.errors.exception.message"] is None
@@ -304,7 +279,7 @@ class TestDeadLetterQueue:
     def test_the_original_record_is_written_with_its_headers_and_timestamp(
             self, monkeypatch: pytest.MonkeyPatch) -> None:
         reporter, producer = dlq(monkeypatch, headers=False)
-        reporter.report(failed_context(Message(b"raw", b"key", headers=[("h", b"1")])))
+        reporter.report(failed_context(from_orders(b"raw", b"key", headers=[("h", b"1")])))
         assert producer.produced == [("orders-dlq", b"raw", b"key",
                                       {"headers": [("h", b"1")],
                                        "timestamp": 1_700_000_000_000})]
@@ -313,8 +288,8 @@ class TestDeadLetterQueue:
     def test_context_headers_follow_the_original_ones(self, monkeypatch: pytest.MonkeyPatch
                                                       ) -> None:
         reporter, producer = dlq(monkeypatch, headers=True)
-        reporter.report(failed_context(Message(None, None, headers=[("h", b"1")],
-                                               timestamp=(0, -1))))
+        reporter.report(failed_context(from_orders(None, None, headers=[("h", b"1")],
+                                                   timestamp=(0, -1))))
         _, value, key, kwargs = producer.produced[0]
         assert (value, key) == (None, None) and "timestamp" not in kwargs
         names = [k for k, _ in kwargs["headers"]]
@@ -324,7 +299,7 @@ class TestDeadLetterQueue:
             self, monkeypatch: pytest.MonkeyPatch) -> None:
         reporter, producer = dlq(monkeypatch, headers=False)
         assert reporter.flush()  # nothing reported: nothing to wait for
-        reporter.report(failed_context(Message(b"x")))
+        reporter.report(failed_context(from_orders(b"x")))
         producer.unacknowledged = 1
         assert not reporter.flush() and reporter.pending
         producer.unacknowledged = 0
@@ -333,7 +308,7 @@ class TestDeadLetterQueue:
     def test_a_failed_delivery_blocks_commits_and_fails_the_task(
             self, monkeypatch: pytest.MonkeyPatch) -> None:
         reporter, producer = dlq(monkeypatch, headers=False)
-        reporter.report(failed_context(Message(b"x")))
+        reporter.report(failed_context(from_orders(b"x")))
         reporter._on_delivery("Broker: Topic authorization failed", None)  # type: ignore[arg-type]
         assert not reporter.flush()
         with pytest.raises(ConnectException, match="dead letter queue. topic=orders-dlq"):
@@ -346,7 +321,7 @@ class TestLogReporter:
         reporter = LogReporter(TASK, False, describe_consumed)
         with caplog.at_level(logging.ERROR):
             # A converter's message may quote what it could not read.
-            reporter.report(failed_context(Message(b"SECRET-VALUE", b"SECRET-KEY"),
+            reporter.report(failed_context(from_orders(b"SECRET-VALUE", b"SECRET-KEY"),
                                            detail="cannot read SECRET-VALUE"))
         text = caplog.text
         assert ("Error encountered in task orders-sink-2. Executing stage 'VALUE_CONVERTER' "
@@ -360,7 +335,7 @@ class TestLogReporter:
             self, caplog: pytest.LogCaptureFixture) -> None:
         reporter = LogReporter(TASK, True, describe_consumed)
         with caplog.at_level(logging.ERROR):
-            reporter.report(failed_context(Message(b"the-value", b"the-key")))
+            reporter.report(failed_context(from_orders(b"the-value", b"the-key")))
         assert "key=b'the-key', value=b'the-value'" in caplog.text
         assert "Converting byte[] to Kafka Connect data failed" in caplog.text
 
@@ -413,7 +388,7 @@ class TestSinkRecovery:
     def test_a_tolerated_failure_goes_to_the_dlq_with_the_failing_stage(
             self, monkeypatch: pytest.MonkeyPatch) -> None:
         recovery, producer = handler(monkeypatch, TransformationChain([]), tolerate_all=True)
-        assert recovery.recover(Message(b"!bad")) is None
+        assert recovery.recover(from_orders(b"!bad")) is None
         headers = dict(producer.produced[0][3]["headers"])
         assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
         assert headers["__connect.errors.class.name"].endswith(b"test_error_handling.Utf8")
@@ -421,7 +396,7 @@ class TestSinkRecovery:
     def test_a_key_failure_is_reported_as_the_key_converters(
             self, monkeypatch: pytest.MonkeyPatch) -> None:
         recovery, producer = handler(monkeypatch, TransformationChain([]), tolerate_all=True)
-        assert recovery.recover(Message(b"fine", b"!key")) is None
+        assert recovery.recover(from_orders(b"fine", b"!key")) is None
         assert dict(producer.produced[0][3]["headers"])["__connect.errors.stage"] == \
             b"KEY_CONVERTER"
 
@@ -431,7 +406,7 @@ class TestSinkRecovery:
         recovery, producer = handler(monkeypatch, TransformationChain([(transform, None,
                                                                         False)]),
                                      retry_timeout_ms=5000)
-        record = recovery.recover(Message(b"good"))
+        record = recovery.recover(from_orders(b"good"))
         assert record is not None and record.value == "good"
         assert transform.calls == 2 and producer.produced == []
 
@@ -439,7 +414,7 @@ class TestSinkRecovery:
                                                       ) -> None:
         recovery, producer = handler(monkeypatch, TransformationChain([]))
         with pytest.raises(ConnectException, match="Tolerance exceeded"):
-            recovery.recover(Message(b"!bad"))
+            recovery.recover(from_orders(b"!bad"))
         assert len(producer.produced) == 1
 
 

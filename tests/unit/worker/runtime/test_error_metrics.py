@@ -12,8 +12,8 @@ from confluent_kafka import KafkaError
 from tests.unit.worker.runtime.test_error_handling import (
     TASK,
     FakeProducer,
-    Message,
     flaky,
+    from_orders,
 )
 from worker.api.exceptions import ConnectException, DataException
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
@@ -49,7 +49,7 @@ def test_a_tolerated_failure_is_an_error_a_skip_and_logged() -> None:
     m = ErrorMetrics()
     op = operator(m, tolerate_all=True)
     op.reporters = [LogReporter(TASK, False, describe_consumed)]
-    context = ProcessingContext(Message(b"x"))
+    context = ProcessingContext(from_orders(b"x"))
     assert op.execute(context, Stage.VALUE_CONVERTER, str,
                       flaky(1, DataException)) is None
     assert counts(m) == (1, 0, 1, 1, 1)
@@ -78,7 +78,7 @@ def test_dead_letter_queue_requests_and_failures(monkeypatch: pytest.MonkeyPatch
                                        producer_factory=FakeProducer, metrics=m)
     monkeypatch.setattr(reporter, "_ensure_topic", lambda timeout_s: None)
     reporter.start()
-    context = ProcessingContext(Message(b"x"))
+    context = ProcessingContext(from_orders(b"x"))
     context.error = ValueError("bad")
     reporter.report(context)
     reporter.report(context)

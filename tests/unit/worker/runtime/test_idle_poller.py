@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support import wait_until
+from tests.support.messages import consumed
 from worker.api import SinkRecord, SinkTask
 from worker.connectors.converters import StringConverter
 from worker.runtime import idle_poller
@@ -170,35 +171,6 @@ class CountingSink(SinkTask):
         pass
 
 
-class FakeMessage:
-    def __init__(self, offset: int) -> None:
-        self._offset = offset
-
-    def error(self) -> None:
-        return None
-
-    def topic(self) -> str:
-        return "t"
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._offset
-
-    def key(self) -> None:
-        return None
-
-    def value(self) -> bytes:
-        return b"v"
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, 1000)
-
-    def headers(self) -> None:
-        return None
-
-
 @pytest.fixture(autouse=True)
 def _quick_parking(monkeypatch: pytest.MonkeyPatch) -> None:
     # Park after 2 empty polls, assigned or not (the fake consumer has no rebalance).
@@ -233,7 +205,7 @@ def test_an_idle_sink_sleeps_while_the_poller_watches_and_wakes_for_records() ->
         # While parked, the task's own thread does not poll.
         assert sum(1 for name, _ in consumer.calls if name == "task-c-0") == own
         with consumer.lock:
-            consumer.pending = [FakeMessage(0), FakeMessage(1)]
+            consumer.pending = [consumed(b"v", offset=o, timestamp=(1, 1000)) for o in (0, 1)]
         wait_until(lambda: sum(sink.puts) == 2, timeout=5, interval=0.01,
                    message=lambda: f"the records are put; puts {sink.puts}")
         assert sink.put_threads == {"task-c-0"}  # put() runs on the task's thread

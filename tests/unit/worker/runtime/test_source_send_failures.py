@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from worker.api import SourceRecord, SourceTask
 from worker.api.exceptions import ConnectException
@@ -34,21 +34,9 @@ class NoStatus:
         pass
 
 
-class Message:
-    def __init__(self, topic: str) -> None:
-        self._topic = topic
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return 0
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, 0)
+def delivered(topic: str) -> Message:
+    """The message a delivery report carries: where the record was written."""
+    return Message(topic=topic, partition=0, offset=0, timestamp=(1, 0))
 
 
 class RefusingProducer:
@@ -86,7 +74,7 @@ class RefusingProducer:
         for topic, value, callback in self.sent:
             err = KafkaError(KafkaError.INVALID_RECORD, "Broker: Invalid record") \
                 if value in failing else None
-            callback(err, Message(topic))
+            callback(err, delivered(topic))
 
 
 class Committing(SourceTask):
@@ -187,9 +175,9 @@ def test_without_tolerance_a_delivery_failure_fails_the_task_and_blocks_commits(
     task._send([record(3)])
     # Default settings: one report per partition and batch would do, but the stand-in has
     # no sticky partitioner, so each record carries its own; the second batch fails.
-    producer.sent[0][2](None, Message("t"))
-    producer.sent[1][2](None, Message("t"))
-    producer.sent[2][2](KafkaError(KafkaError.INVALID_RECORD), Message("t"))
+    producer.sent[0][2](None, delivered("t"))
+    producer.sent[1][2](None, delivered("t"))
+    producer.sent[2][2](KafkaError(KafkaError.INVALID_RECORD), delivered("t"))
     assert task._submitted.error is not None  # execute() raises on this
     assert task.commit_offsets()
     assert store.get("c", [PARTITION]) == {'{"file":"f"}': {"position": 2}}

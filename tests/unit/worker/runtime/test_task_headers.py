@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from confluent_kafka import Message
 
+from tests.support.messages import consumed
 from worker.api import (
     ConnectHeaders,
     Header,
@@ -85,35 +87,10 @@ class _Producer:
         return 0
 
 
-class _Message:
-    """Stands in for a consumed confluent_kafka.Message."""
-
-    def __init__(self, offset: int, headers: list[tuple[str, bytes | None]] | None) -> None:
-        self._offset, self._headers = offset, headers
-
-    def error(self) -> None:
-        return None
-
-    def topic(self) -> str:
-        return TOPIC
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._offset
-
-    def key(self) -> None:
-        return None
-
-    def value(self) -> bytes:
-        return b"v%d" % self._offset
-
-    def timestamp(self) -> tuple[int, int]:
-        return 1, 1000
-
-    def headers(self) -> list[tuple[str, bytes | None]] | None:
-        return self._headers
+def _message(offset: int, headers: list[tuple[str, bytes | None]] | None) -> Message:
+    """A record consumed from orders-0 whose value is ``v<offset>``."""
+    return consumed(b"v%d" % offset, topic=TOPIC, offset=offset, headers=headers,
+                    timestamp=(1, 1000))
 
 
 def source_task(errors: ErrorHandlingConfig | None = None
@@ -160,7 +137,7 @@ def test_a_source_task_writes_headers_with_its_header_converter() -> None:
 def test_a_sink_task_reads_headers_with_its_header_converter() -> None:
     task = sink_task()
     task.header_converter = SimpleHeaderConverter()
-    messages = [_Message(0, None), _Message(1, [("n", b"42"), ("m", b'{"a":1}'), ("z", None)])]
+    messages = [_message(0, None), _message(1, [("n", b"42"), ("m", b'{"a":1}'), ("z", None)])]
     records, _, error = task._convert(messages)  # type: ignore[arg-type]
     assert error is None and [r.value for r in records] == ["v0", "v1"]
     assert not records[0].has_headers()
@@ -221,7 +198,7 @@ def test_a_header_converter_failure_is_a_tolerance_stage_for_sources() -> None:
 
 
 def test_a_header_converter_failure_is_a_tolerance_stage_for_sinks() -> None:
-    messages = [_Message(0, [("ok", b"1")]), _Message(1, [("bad", b"1")]), _Message(2, None)]
+    messages = [_message(0, [("ok", b"1")]), _message(1, [("bad", b"1")]), _message(2, None)]
     task = sink_task(ErrorHandlingConfig.from_connector_config(
         {"errors.tolerance": "all", "errors.log.enable": "true"}, sink=True))
     task.header_converter = _RefusingHeaders()
