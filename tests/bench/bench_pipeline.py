@@ -288,10 +288,11 @@ def worker_produce(bootstrap: str, topic: str, records: int) -> float:
 def raw_consume(bootstrap: str, topic: str, records: int) -> float:
     """The hand-written consumer a sink replaces: per record it takes the key, value and
     coordinates and tracks the next offset per partition (what an at-least-once commit
-    needs); nothing else."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"raw-{uuid.uuid4()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": "false",
-                         "session.timeout.ms": "6000"})
+    needs); nothing else. The worker's consumer settings, as for every raw baseline here
+    (librdkafka's own fetch.queue.backoff.ms of 1 s held this one back to a quarter)."""
+    config = WorkerConfig({"bootstrap.servers": bootstrap, "consumer.session.timeout.ms": "6000"})
+    consumer = Consumer(kafka_clients.consumer_config(
+        config, {"consumer.override.group.id": f"raw-{uuid.uuid4()}"}, "raw", "bench-raw"))
     consumer.subscribe([topic])
     count, first = 0, None
     positions: dict[tuple[Any, Any], Any] = {}
