@@ -76,6 +76,7 @@ def test_an_abandoned_task_writes_no_status_when_its_thread_ends_later() -> None
     status = RecordingStatus()
     task = SlowClosingTask(status)
     task.start()
+    assert status.running.wait(5)  # as above: a running task, then its stop
     task.stop()
     assert not task.await_stop(0.2)  # still closing: abandoned
     assert task.cancelled
