@@ -89,24 +89,30 @@ def memory_per_client(bootstrap: str, clients: int, statistics: bool) -> dict[st
             f"bench-c{i}", statistics=statistics), **stats})
         consumer.subscribe([topic])
         consumers.append(consumer)
-    deadline = time.monotonic() + 60
-    while not all(c.assignment() for c in consumers) and time.monotonic() < deadline:
-        for consumer in consumers:
-            consumer.consume(10, 0)
-        time.sleep(0.1)
-    assert all(c.assignment() for c in consumers), "not every consumer was assigned"
-    settle = time.monotonic() + 10
-    while time.monotonic() < settle:
-        for consumer in consumers:
-            consumer.consume(10, 0)
-        for producer in producers:
-            producer.poll(0)
-        time.sleep(0.1)
+    read = serve_rounds(consumers, producers, 60.0, until_read=clients)
+    assert read >= clients, f"{read} of {clients} consumers read their record"
+    serve_rounds(consumers, producers, 10.0)  # the measured window: 10 s of idle rounds
     after = rss_kb()
     for consumer in consumers:
         consumer.close()
     return {"producer_kb": (with_producers - before) / clients,
             "consumer_kb": (after - with_producers) / clients}
+
+
+def serve_rounds(consumers: list[Consumer], producers: list[Producer], seconds: float,
+                 until_read: int | None = None) -> int:
+    """Serve every client without waiting once per 100 ms round, as the worker's idle
+    poller does, for ``seconds`` or until ``until_read`` records were consumed (each
+    consumer's topic holds one); returns the records consumed."""
+    rounds, read = threading.Event(), 0  # never set: its wait() paces the rounds
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (until_read is None or read < until_read):
+        for consumer in consumers:
+            read += sum(1 for m in consumer.consume(10, 0) if m.error() is None)
+        for producer in producers:
+            producer.poll(0)
+        rounds.wait(0.1)
+    return read
 
 
 def ignore(_stats: str) -> None:
@@ -146,28 +152,14 @@ def main() -> None:
         producer_threads = set(os.listdir("/proc/self/task")) - threads_before
         consumer = Consumer({**consumer_conf, "stats_cb": ignore})
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 60
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.consume(10, 0.2)
-        assert consumer.assignment(), "the consumer was not assigned its partition"
-        stop = threading.Event()
-
-        def serve() -> None:
-            while not stop.is_set():
-                consumer.consume(100, 0)
-                producer.poll(0)
-                stop.wait(0.1)
-
-        server = threading.Thread(target=serve, name="serve")
-        server.start()
+        # Assigned and past its first fetch: it read the topic's one record.
+        read = serve_rounds([consumer], [producer], 60.0, until_read=1)
+        assert read == 1, "the consumer did not read its topic's record"
         try:
-            time.sleep(3)  # the assignment's first fetches and commits settle
             start = switches()
-            time.sleep(args.seconds)
+            serve_rounds([consumer], [producer], args.seconds)  # the measured window
             end = switches()
         finally:
-            stop.set()
-            server.join(10)
             consumer.close()
         memory = {}  # each in a fresh process, so that one does not reuse the other's memory
         for mode in ("with", "without"):
