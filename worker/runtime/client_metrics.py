@@ -5,6 +5,11 @@ Whose: a task's own client (a sink task's consumer, a source task's producer), a
 task's dead letter queue producer, and in distributed mode the worker's internal-topic
 clients (the config, offset and status logs' producers and consumers).
 
+A sink task's consumer is the exception: it builds no statistics unless asked, and its
+series come from the task itself: ``records-consumed-total`` is what the task read, the
+lags are read by its thread (``worker.runtime.consumer_lag``); only
+``bytes-consumed-total`` needs its statistics.
+
 librdkafka builds a JSON document every ``statistics.interval.ms`` (``kafka_clients`` sets
 it for task clients, the composition root for the internal ones) and hands it to the
 client's ``stats_cb`` from the call that serves the client — ``consume()``, ``poll()`` or
@@ -33,7 +38,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 if TYPE_CHECKING:
-    from worker.runtime.task_metrics import ErrorMetrics, TaskMetrics
+    from worker.runtime.task_metrics import ErrorMetrics, Lags, TaskMetrics
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +52,11 @@ class ConsumerStats:
     """What one statistics document of a consumer says (None: not in the document)."""
 
     client_id: str
-    records_consumed: int | None  # top-level rxmsgs
+    records_consumed: int | None  # top-level rxmsgs; a sink task's: what the task read
     bytes_consumed: int | None  # top-level rxmsg_bytes
-    lags: tuple[tuple[str, int, int], ...]  # (topic, partition, lag), assigned and known
+    # (topic, partition, lag), assigned and known: a sink task's, read by its thread
+    # (worker.runtime.consumer_lag); none from statistics
+    lags: Lags = ()
 
     @property
     def lag_max(self) -> int | None:
@@ -81,37 +88,6 @@ def _dicts(value: Any) -> Iterator[dict[str, Any]]:
         yield from (v for v in value.values() if isinstance(v, dict))
 
 
-def _partition_lag(partition: dict[str, Any]) -> int | None:
-    """The partition's lag behind its end (high watermark, or the last stable offset under
-    read_committed), measured as the Java consumer's ``records-lag``: from the position,
-    i.e. what was handed to the task (``consumer_lag_stored``: the stored offset is the
-    position, librdkafka storing each message's offset as ``consume()`` returns it). Before
-    the first message of the partition it is unknown (-1) and the position is the committed
-    offset, so ``consumer_lag`` (measured from it) stands in. -1 (unknown) is no lag."""
-    for key in ("consumer_lag_stored", "consumer_lag"):
-        lag = _int(partition, key)
-        if lag is not None and lag >= 0:
-            return lag
-    return None
-
-
-def _lags(doc: dict[str, Any]) -> tuple[tuple[str, int, int], ...]:
-    lags = []
-    for topic in _dicts(doc.get("topics")):
-        name = topic.get("topic")
-        for partition in _dicts(topic.get("partitions")):
-            number = _int(partition, "partition")
-            # Partition -1 is librdkafka's internal "unassigned" queue; a partition no
-            # longer assigned (desired false) keeps its last, stale offsets.
-            if not isinstance(name, str) or number is None or number < 0 \
-                    or partition.get("desired") is False:
-                continue
-            lag = _partition_lag(partition)
-            if lag is not None:
-                lags.append((name, number, lag))
-    return tuple(sorted(lags))
-
-
 def _request_latency_avg_ms(doc: dict[str, Any]) -> float:
     """The brokers' round-trip-time averages (µs, over the last statistics interval),
     weighted by their request counts, in ms; NaN when no request was answered (Kafka's
@@ -140,8 +116,7 @@ def parse_stats(text: str | bytes) -> ClientStats | None:
     client_id = str(doc.get("client_id", ""))
     kind = doc.get("type")
     if kind == "consumer":
-        return ConsumerStats(client_id, _int(doc, "rxmsgs"), _int(doc, "rxmsg_bytes"),
-                             _lags(doc))
+        return ConsumerStats(client_id, _int(doc, "rxmsgs"), _int(doc, "rxmsg_bytes"))
     if kind == "producer":
         return ProducerStats(client_id, _int(doc, "txmsgs"), _int(doc, "tx_bytes"),
                              _request_latency_avg_ms(doc))
@@ -297,7 +272,8 @@ def client_families(tasks: Iterable[TaskMetrics], worker_clients: Iterable[Clien
         (("", -1, s.client_id), s, [s.client_id, "", ""]) for s in worker_clients]
     for m in tasks:
         # Each read once: the task thread may replace them meanwhile.
-        for stats in (m.client_stats, m.errors.dlq_client_stats):
+        own = _sink_consumer(m) if m.kind == "sink" else m.client_stats
+        for stats in (own, m.errors.dlq_client_stats):
             if stats is not None:
                 found.append(((m.connector, m.task, stats.client_id), stats,
                               [stats.client_id, m.connector, str(m.task)]))
@@ -314,6 +290,18 @@ def client_families(tasks: Iterable[TaskMetrics], worker_clients: Iterable[Clien
         yield lag
     if producers:
         yield from _simple(PRODUCER_PREFIX, PRODUCER_METRICS, producers)
+
+
+def _sink_consumer(m: TaskMetrics) -> ConsumerStats | None:
+    """A sink task's consumer, once created: what the task read and the lags its thread
+    read; the bytes only from statistics, if asked for."""
+    client_id = m.client_id
+    if client_id is None:
+        return None
+    stats = m.client_stats
+    return ConsumerStats(client_id, m.read_total,
+                         stats.bytes_consumed if isinstance(stats, ConsumerStats) else None,
+                         m.consumer_lags)
 
 
 def _simple(prefix: str, specs: tuple[tuple[str, str, Callable[[Any], float | None]], ...],

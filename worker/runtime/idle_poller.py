@@ -18,8 +18,11 @@ a pause or a resume wakes the task directly.
 While a consumer is parked, what librdkafka serves inside ``consume()`` runs on the
 poller's thread: the rebalance callbacks (so the connector's ``open()``/``close()`` and the
 commit on revocation), the statistics and log callbacks. The task's own thread is blocked
-in ``unpark`` meanwhile, so the task's code never runs on two threads at once. The poller
-thread exists only while some consumer is parked.
+in ``unpark`` meanwhile, so the task's code never runs on two threads at once. A rebalance
+callback may block (a connector's ``close()`` flushing to a slow system), so it calls
+``hand_over`` first: a new poller thread serves the other parked consumers from then on,
+and the old one ends once that callback's ``consume()`` returned. The poller thread exists
+only while some consumer is parked.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ log = logging.getLogger(__name__)
 #: record waits in librdkafka's queue before its task wakes (the fetch itself is not delayed).
 POLL_INTERVAL_S = 0.1
 #: A consume() for a parked consumer that takes longer than this (its rebalance callbacks:
-#: the connector's open()/close()) is logged: every other parked consumer waited for it.
+#: the connector's open()/close()) is logged.
 SLOW_POLL_S = 1.0
 
 
@@ -93,9 +96,7 @@ class IdlePoller:
         with self._lock:
             self._parked[id(parking)] = parking
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="sink-idle-poller",
-                                                daemon=True)
-                self._thread.start()
+                self._thread = self._start()
         return parking
 
     def unpark(self, parking: Parking) -> None:
@@ -106,38 +107,68 @@ class IdlePoller:
         with self._lock:
             self._parked.pop(id(parking), None)
 
+    def hand_over(self) -> None:
+        """From a rebalance callback, which may block: when it runs on the poller's thread
+        (its consumer is parked), a new thread polls the other parked consumers from now
+        on, and this one ends after the consume() that runs the callback. Elsewhere (the
+        task's own thread) nothing happens."""
+        with self._lock:
+            if self._thread is not threading.current_thread():
+                return
+            self._thread = self._start()
+
+    def _start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name="sink-idle-poller", daemon=True)
+        thread.start()
+        return thread
+
     def _run(self) -> None:
         name_native_thread("sink-poller")
+        me = threading.current_thread()
         while True:
             with self._lock:
+                if self._thread is not me:
+                    return  # handed over while a callback ran here
                 members = list(self._parked.values())
                 if not members:
                     self._thread = None  # the next park starts a new thread
                     return
             for parking in members:
                 self._poll(parking)
+                if self._thread is not me:
+                    return
             self._pause.wait(self._interval_s)
 
     @staticmethod
     def _poll(parking: Parking) -> None:
-        with parking.lock:
-            if parking.done:
+        # Busy: its task is taking it back, or an older poller thread still runs its
+        # rebalance callback; either way this round leaves it.
+        if not parking.lock.acquire(blocking=False):
+            return
+        try:
+            if parking.done or not IdlePoller._consume(parking):
                 return
-            started = time.monotonic()
-            messages: list[Any] = []
-            try:
-                messages = parking.consumer.consume(parking.max_batch, 0)
-            except BaseException as exc:  # the task raises it on its own thread
-                parking.error = exc
-            took = time.monotonic() - started
-            if took > SLOW_POLL_S:
-                log.warning("Task %s: its consumer's rebalance callbacks took %.1f s in the "
-                            "idle poller; the other idle sink tasks' polls waited for them",
-                            parking.owner, took)
-            # Records, an error, or a rebalance callback that woke the task: it applies
-            # what the connector's open() asked for (a rewind, a pause) before more is read.
-            if not messages and parking.error is None and not parking.wake.is_set():
-                return
-            parking.messages = messages
             parking.done = True
+        finally:
+            parking.lock.release()
         parking.wake.set()
+
+    @staticmethod
+    def _consume(parking: Parking) -> bool:
+        """One consume() for ``parking`` (its lock held); True when its task must wake."""
+        started = time.monotonic()
+        messages: list[Any] = []
+        try:
+            messages = parking.consumer.consume(parking.max_batch, 0)
+        except BaseException as exc:  # the task raises it on its own thread
+            parking.error = exc
+        took = time.monotonic() - started
+        if took > SLOW_POLL_S:
+            log.warning("Task %s: its consumer's rebalance callbacks (the connector's "
+                        "open() or close()) took %.1f s", parking.owner, took)
+        # Records, an error, or a rebalance callback that woke the task: it applies what
+        # the connector's open() asked for (a rewind, a pause) before more is read.
+        if not messages and parking.error is None and not parking.wake.is_set():
+            return False
+        parking.messages = messages
+        return True

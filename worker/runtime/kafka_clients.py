@@ -57,14 +57,16 @@ _MIN_STATS_INTERVAL_MS, _MAX_STATS_INTERVAL_MS = 1000, 86_400_000
 
 
 def statistics_interval_ms(worker: WorkerConfig) -> int:
-    """The task clients' default ``statistics.interval.ms``: the worker's
+    """The default ``statistics.interval.ms`` of the producers whose statistics feed
+    /metrics (and of the internal topics' clients): the worker's
     ``metrics.sample.window.ms`` (the window of Kafka's own metrics), within 1 s .. 24 h.
-    librdkafka then hands its statistics to the task's ``stats_cb``
+    librdkafka then hands its statistics to the client's ``stats_cb``
     (``worker.runtime.client_metrics``); a ``producer.``/``consumer.`` key or a connector
     override of ``statistics.interval.ms`` wins, ``0`` turns them off. Only while the
     worker serves ``/metrics`` (``rest.metrics.enabled``): with statistics on, librdkafka
     keeps latency histograms per broker connection, about 110 kB per producer and 140 kB
-    per consumer."""
+    per consumer. Sink tasks' consumers get none by default: their lag and record count
+    come from the task (``worker.runtime.consumer_lag``)."""
     window_ms = int(worker.get("metrics.sample.window.ms"))
     return min(max(window_ms, _MIN_STATS_INTERVAL_MS), _MAX_STATS_INTERVAL_MS)
 
@@ -138,9 +140,9 @@ def _true(value: str | None) -> bool:
 
 
 def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
-                    connector: str, client_id: str, *, statistics: bool = False
-                    ) -> dict[str, str]:
-    """``statistics``: a sink task's consumer, whose statistics feed /metrics."""
+                    connector: str, client_id: str) -> dict[str, str]:
+    """A sink task's consumer. No statistics unless a ``consumer.`` key or an override
+    asks (``statistics.interval.ms``): /metrics reads its lag without them."""
     conf: dict[str, str] = {
         "bootstrap.servers": worker.bootstrap_servers,
         "group.id": sink_group_id(connector, connector_config),
@@ -153,8 +155,6 @@ def consumer_config(worker: WorkerConfig, connector_config: Mapping[str, str],
         **CONSUMER_DEFAULTS,  # fetch.queue.backoff.ms: worker.util.consumer_defaults
         **METRICS_PUSH,
     }
-    if statistics and worker.get("rest.metrics.enabled"):
-        conf["statistics.interval.ms"] = str(statistics_interval_ms(worker))
     conf.update(task_client_props(worker, connector_config, "consumer").config)
     conf["enable.auto.commit"] = "false"  # the runtime commits after flush, never librdkafka
     return conf

@@ -23,7 +23,11 @@ from worker.api.exceptions import ConnectException
 from worker.api.headers import HeaderConverter
 from worker.api.records import SinkRecord
 from worker.api.task import ErrantRecordReporter
-from worker.connectors.header_converter import SimpleHeaderConverter, encode_headers
+from worker.connectors.header_converter import (
+    SimpleHeaderConverter,
+    decode_headers,
+    encode_headers,
+)
 from worker.runtime.chain import TransformationChain
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
 from worker.runtime.error_handling import (
@@ -43,7 +47,18 @@ TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
 #: Kafka's timestamp type names by confluent-kafka's codes (0: none), indexed on the hot path.
 TIMESTAMP_NAMES = ("NoTimestampType", TIMESTAMP_TYPES[1], TIMESTAMP_TYPES[2])
 
-RecordBuilder = Callable[[ConsumedMessage, SchemaAndValue, SchemaAndValue], SinkRecord]
+
+def build_record(message: ConsumedMessage, key: SchemaAndValue, value: SchemaAndValue,
+                 header_converter: HeaderConverter | None) -> SinkRecord:
+    """The SinkRecord of a consumed message, as the task's fast path builds it, with its
+    headers decoded by ``header_converter`` (None: SimpleHeaderConverter)."""
+    ts_type, ts = message.timestamp()
+    raw_headers = message.headers()
+    headers = decode_headers(raw_headers, header_converter, message.topic()) \
+        if raw_headers else None
+    return SinkRecord(message.topic(), message.partition(), key[0], key[1], value[0],
+                      value[1], message.offset(), ts if ts_type else None,
+                      TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"), headers)
 
 
 def describe_consumed(message: ConsumedMessage, include_messages: bool) -> str:
@@ -108,7 +123,6 @@ class SinkErrorHandler:
     def __init__(self, task_id: TaskId, config: ErrorHandlingConfig,
                  operator: RetryWithToleranceOperator, key_converter: Converter,
                  value_converter: Converter, chain: TransformationChain,
-                 build_record: RecordBuilder,
                  dlq: DeadLetterQueueReporter | None = None) -> None:
         self.task_id = task_id
         self.operator = operator
@@ -123,7 +137,6 @@ class SinkErrorHandler:
         self._key_converter = key_converter
         self._value_converter = value_converter
         self._chain = chain
-        self._build_record = build_record
 
     def start(self) -> None:
         """Set up the DLQ (topic, producer); on the task's thread before the first poll."""
@@ -154,7 +167,7 @@ class SinkErrorHandler:
             return None
         record: Any = operator.execute(
             context, Stage.HEADER_CONVERTER, type(header_converter or SimpleHeaderConverter()),
-            lambda: self._build_record(message, key, value))
+            lambda: build_record(message, key, value, header_converter))
         if context.failed:
             self._skipped(message, context)
             return None

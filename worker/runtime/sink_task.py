@@ -18,13 +18,13 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from worker.api.connector import TopicPartition
 from worker.api.converter import Converter
-from worker.api.data import SchemaAndValue
 from worker.api.exceptions import ConnectException, RetriableException
 from worker.api.records import SinkRecord, consumed_record
 from worker.api.task import SinkTask
 from worker.connectors.header_converter import decode_headers
 from worker.runtime.chain import TransformationChain
 from worker.runtime.client_metrics import StatsListener
+from worker.runtime.consumer_lag import LagReader
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
 from worker.runtime.error_handling import (
     TOLERANCE_EXCEEDED,
@@ -35,7 +35,7 @@ from worker.runtime.error_handling import (
 from worker.runtime.idle_poller import IdlePoller
 from worker.runtime.kafka_clients import CLIENT_LOG
 from worker.runtime.sink_context import WorkerSinkTaskContext, subscription_pattern
-from worker.runtime.sink_errors import TIMESTAMP_NAMES, TIMESTAMP_TYPES, SinkErrorHandler
+from worker.runtime.sink_errors import TIMESTAMP_NAMES, SinkErrorHandler
 from worker.runtime.status import StatusReporter
 from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_task import WorkerTask
@@ -98,7 +98,7 @@ class WorkerSinkTask(WorkerTask):
         self._errors = SinkErrorHandler(
             task_id, errors, RetryWithToleranceOperator(errors, self._retry_interrupt,
                                                         metrics=self.metrics.errors),
-            key_converter, value_converter, chain, self._build_record, dlq)
+            key_converter, value_converter, chain, dlq)
         # As Kafka, reports name the SinkTask base class as the stage's class.
         self.errant_reporter = self._errors.errant_record_reporter(
             SinkTask, lambda: self.header_converter)
@@ -111,17 +111,18 @@ class WorkerSinkTask(WorkerTask):
         self._committed: dict[TopicPartition, int] = {}
         self._paused = False
         self._warned: set[int] = set()
+        self._lag = LagReader(self.metrics, self._max_batch)  # records-lag of /metrics
 
     # --- setup ---------------------------------------------------------------------------
 
     def initialize(self) -> None:
         self._errors.start()
-        # stats_cb: librdkafka's statistics → the client metrics of /metrics (served by
-        # consume() on this thread, once per statistics.interval.ms). logger: librdkafka's
-        # log lines join the worker's log (never raw to stderr), served by consume() too;
-        # they name the client, whose id names the task.
+        # stats_cb: librdkafka's statistics if asked for → /metrics (served by consume()).
+        # logger: librdkafka's log lines join the worker's log (never raw to stderr),
+        # served by consume() too; they name the client, whose id names the task.
         self._consumer = Consumer({**self._consumer_config, "logger": CLIENT_LOG,
                                    "stats_cb": StatsListener(self.metrics)})
+        self.metrics.client_id = self._consumer_config.get("client.id")
         self.sink_task.initialize(self._context)
         self.sink_task.start(self.task_config)
         self._consumer.subscribe(self._subscription, on_assign=self._on_assign,
@@ -133,8 +134,18 @@ class WorkerSinkTask(WorkerTask):
 
     # --- rebalance callbacks: inside consume(), on this thread or, parked, the poller's ---
 
+    def _rebalancing(self) -> None:
+        """First in each rebalance callback. Parked, the callback runs on the poller's
+        thread: the task takes its consumer back once it returns (``_wake``), and since
+        the connector's open()/close() may block, a new poller thread serves the other
+        parked consumers meanwhile (``idle_poller``)."""
+        self._wake.set()
+        self._lag.expire()
+        if self._idle_poller is not None:
+            self._idle_poller.hand_over()
+
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
-        self._wake.set()  # parked: the task takes its consumer back (idle_poller)
+        self._rebalancing()
         assigned = [TopicPartition(p.topic, p.partition) for p in partitions]
         log.info("Task %s: assigned partitions %s", self.id,
                  ", ".join(f"{p.topic}-{p.partition}" for p in partitions))
@@ -159,7 +170,7 @@ class WorkerSinkTask(WorkerTask):
             consumer.pause(partitions)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
-        self._wake.set()  # parked: the task takes its consumer back (idle_poller)
+        self._rebalancing()
         revoked = [TopicPartition(p.topic, p.partition) for p in partitions]
         if not self.failed:  # a failed task's put() may not have been flushed
             committed = self._commit(only=set(revoked))
@@ -169,7 +180,7 @@ class WorkerSinkTask(WorkerTask):
         self._close_partitions(revoked)
 
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
-        self._wake.set()  # parked: the task takes its consumer back (idle_poller)
+        self._rebalancing()
         # Lost partitions may already belong to another member: never commit for them.
         self._close_partitions([TopicPartition(p.topic, p.partition) for p in partitions])
 
@@ -193,6 +204,7 @@ class WorkerSinkTask(WorkerTask):
             self._apply_target_state(consumer)
             self._apply_rewinds(consumer)
             messages = self._poll(consumer, next_commit)
+            self._lag.after_poll(consumer, self.assignment, len(messages))
             if messages:
                 self.metrics.record_read(len(messages))
                 records, positions, poison = self._convert(messages)
@@ -358,17 +370,6 @@ class WorkerSinkTask(WorkerTask):
             if record is not None:
                 append(record)
         return records, positions, None
-
-    def _build_record(self, msg: ConsumedMessage, key: SchemaAndValue, value: SchemaAndValue
-                      ) -> SinkRecord:
-        """The SinkRecord of a consumed message, as ``_convert`` builds it (slow path)."""
-        ts_type, ts = msg.timestamp()
-        raw_headers = msg.headers()
-        headers = decode_headers(raw_headers, self.header_converter, msg.topic()) \
-            if raw_headers else None
-        return SinkRecord(msg.topic(), msg.partition(), key[0], key[1], value[0], value[1],
-                          msg.offset(), ts if ts_type else None,
-                          TIMESTAMP_TYPES.get(ts_type, "NoTimestampType"), headers)
 
     def _rewind(self, consumer: Consumer, rest: list[ConsumedMessage]) -> None:
         """Seek each partition back to its first message in ``rest`` (not processed)."""

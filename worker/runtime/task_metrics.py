@@ -21,6 +21,10 @@ from worker.storage.base import State
 if TYPE_CHECKING:
     from worker.runtime.client_metrics import ClientStats
 
+#: A sink task's consumer lag: (topic, partition, records behind the end), per assigned
+#: partition whose lag is known (``worker.runtime.consumer_lag``).
+Lags = tuple[tuple[str, int, int], ...]
+
 #: A task's ``status`` before its first state change (Kafka reports the status-store
 #: state, which is UNASSIGNED for a task that has not started).
 INITIAL_STATE = State.UNASSIGNED
@@ -110,8 +114,13 @@ class TaskMetrics:
         self.errors = ErrorMetrics()
         # The task client's latest librdkafka statistics (worker.runtime.client_metrics):
         # replaced whole by the client's stats callback on the task thread, once per
-        # statistics.interval.ms; None until the client's first statistics.
+        # statistics.interval.ms; None until the client's first statistics (or without
+        # them: a sink task's consumer builds none unless asked).
         self.client_stats: ClientStats | None = None
+        # A sink task's consumer: its client.id once created, and its lag as the task
+        # thread last read it (worker.runtime.consumer_lag), replaced whole.
+        self.client_id: str | None = None
+        self.consumer_lags: Lags = ()
 
     # --- status (connector-task-metrics) --------------------------------------------------
 

@@ -288,8 +288,7 @@ class Worker:
             return WorkerSinkTask(
                 task_id, task, task_config, target, self.status,
                 consumer_config=kafka_clients.consumer_config(
-                    self.config, connector_config, task_id.connector, client_id,
-                    statistics=True),
+                    self.config, connector_config, task_id.connector, client_id),
                 topics=topics, topics_regex=task_config.get("topics.regex", "").strip(),
                 key_converter=key_converter, value_converter=value_converter, chain=chain,
                 offset_flush_interval_ms=flush_ms, error_config=errors,

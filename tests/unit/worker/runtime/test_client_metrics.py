@@ -59,11 +59,6 @@ def doc(name: str) -> dict[str, Any]:
     return loaded
 
 
-def partition(stats: dict[str, Any], number: int) -> dict[str, Any]:
-    found: dict[str, Any] = stats["topics"]["orders"]["partitions"][str(number)]
-    return found
-
-
 def consumer(stats: dict[str, Any] | None = None) -> ConsumerStats:
     parsed = parse_stats(json.dumps(doc("consumer") if stats is None else stats))
     assert isinstance(parsed, ConsumerStats)
@@ -78,41 +73,13 @@ def producer(stats: dict[str, Any] | None = None) -> ProducerStats:
 
 # --- parsing -------------------------------------------------------------------------------
 
-def test_consumer_totals_and_the_lag_of_assigned_partitions() -> None:
+def test_consumer_totals_from_the_statistics_and_no_lag() -> None:
     stats = consumer()
     assert stats.client_id == "connector-consumer-sink-0"
     assert (stats.records_consumed, stats.bytes_consumed) == (200, 1800)
-    # Partition 0: 100 - 70 handed over (the position), not -1 (nothing committed yet).
-    # Partition 1: both lags -1 (unknown) → left out. Partition 2: unassigned. -1: internal.
-    assert stats.lags == (("orders", 0, 30),)
-    assert stats.lag_max == 30
-
-
-def test_before_the_first_record_the_lag_is_measured_from_the_committed_offset() -> None:
-    raw = doc("consumer")
-    # What librdkafka reports for an assigned partition fetched but not yet handed over:
-    # no stored offset, so consumer_lag_stored is -1; committed at 40 of 100.
-    partition(raw, 1).update(hi_offset=100, ls_offset=100, committed_offset=40,
-                             consumer_lag=60, consumer_lag_stored=-1)
-    stats = consumer(raw)
-    assert stats.lags == (("orders", 0, 30), ("orders", 1, 60))
-    assert stats.lag_max == 60
-
-
-def test_an_unknown_lag_is_no_lag() -> None:
-    raw = doc("consumer")
-    for p in raw["topics"]["orders"]["partitions"].values():
-        p.update(consumer_lag=-1, consumer_lag_stored=-1)
-    stats = consumer(raw)
+    # A sink task reads its lag itself (worker.runtime.consumer_lag); the document's
+    # per-partition lags are not used, so the snapshot has none.
     assert stats.lags == () and stats.lag_max is None
-
-
-def test_a_partition_no_longer_assigned_is_left_out() -> None:
-    raw = doc("consumer")
-    partition(raw, 2)["consumer_lag"] = 99  # stale: kept by librdkafka after unassign
-    assert ("orders", 2, 99) not in consumer(raw).lags
-    partition(raw, 2)["desired"] = True
-    assert ("orders", 2, 99) in consumer(raw).lags
 
 
 def test_producer_totals_and_request_latency() -> None:
@@ -165,7 +132,7 @@ def test_the_listener_swaps_in_each_snapshot() -> None:
     assert m.client_stats is None
     listener(json.dumps(doc("consumer")))
     first = m.client_stats
-    assert isinstance(first, ConsumerStats) and first.lag_max == 30
+    assert isinstance(first, ConsumerStats) and first.bytes_consumed == 1800
     listener(json.dumps(doc("consumer")))
     assert m.client_stats == first and m.client_stats is not first
 
@@ -228,19 +195,29 @@ def labels(client_id: str, connector: str, task: str, **more: str
                          **more}.items()))
 
 
+def sink_consumer(m: TaskMetrics, read: int = 0, lags: tuple[tuple[str, int, int], ...] = ()
+                  ) -> TaskMetrics:
+    """``m`` as a sink task leaves it: its consumer created, ``read`` records handed to
+    it, ``lags`` as its thread last read them."""
+    m.client_id = f"connector-consumer-{m.connector}-{m.task}"
+    m.record_read(read)
+    m.consumer_lags = lags
+    return m
+
+
 def test_families_of_a_consumer_and_a_producer() -> None:
-    sink, source, idle = task_metrics(), task_metrics("source", "gen"), task_metrics("sink", "b")
-    raw = doc("consumer")
-    partition(raw, 1).update(hi_offset=100, committed_offset=40, consumer_lag=60)
-    sink.client_stats = consumer(raw)
+    sink = sink_consumer(task_metrics(), 150, (("orders", 0, 30), ("orders", 1, 60)))
+    source, idle = task_metrics("source", "gen"), task_metrics("sink", "b")
+    sink.client_stats = consumer()  # asked for: statistics.interval.ms set
     source.client_stats = producer()
-    families = scrape_clients([sink, source, idle])  # idle: no statistics yet, no samples
+    families = scrape_clients([sink, source, idle])  # idle: no consumer yet, no samples
     who = labels("connector-consumer-sink-0", "sink", "0")
     assert values(families, LAG_MAX) == {who: 60.0}
     assert values(families, LAG) == {
         labels("connector-consumer-sink-0", "sink", "0", topic="orders", partition="0"): 30.0,
         labels("connector-consumer-sink-0", "sink", "0", topic="orders", partition="1"): 60.0}
-    assert values(families, CONSUMED) == {who: 200.0}
+    # Records handed to the task (as the Java consumer counts them), not the 200 fetched.
+    assert values(families, CONSUMED) == {who: 150.0}
     assert values(families, CONSUMED_BYTES) == {who: 1800.0}
     them = labels("connector-producer-gen-0", "gen", "0")
     assert values(families, SENT) == {them: 232.0}
@@ -252,22 +229,36 @@ def test_families_of_a_consumer_and_a_producer() -> None:
     assert kinds[LAG_MAX] == kinds[LAG] == kinds[LATENCY] == "gauge"
 
 
-def test_no_client_statistics_no_client_families() -> None:
+def test_no_clients_no_client_families() -> None:
     assert scrape_clients([task_metrics(), task_metrics("source", "gen")]) == {}
 
 
-def test_fields_missing_from_the_statistics_have_no_sample() -> None:
-    m = task_metrics()
-    m.client_stats = ConsumerStats("c", None, 5, ())
-    families = scrape_clients([m])
-    assert values(families, CONSUMED) == {}
+def test_a_sink_consumer_without_statistics_has_its_count_and_lags_not_its_bytes() -> None:
+    # The default: the task's consumer builds no statistics.
+    families = scrape_clients([sink_consumer(task_metrics(), 7, (("orders", 0, 3),))])
+    who = labels("connector-consumer-sink-0", "sink", "0")
+    assert values(families, CONSUMED) == {who: 7.0}
+    assert values(families, LAG_MAX) == {who: 3.0}
+    assert values(families, CONSUMED_BYTES) == {}
+
+
+def test_before_its_first_lag_a_sink_consumer_has_no_lag_samples() -> None:
+    families = scrape_clients([sink_consumer(task_metrics())])
+    assert values(families, CONSUMED) == {labels("connector-consumer-sink-0", "sink", "0"):
+                                          0.0}
     assert values(families, LAG_MAX) == {} and values(families, LAG) == {}
-    assert values(families, CONSUMED_BYTES) == {labels("c", "sink", "0"): 5.0}
+
+
+def test_fields_missing_from_the_statistics_have_no_sample() -> None:
+    m = task_metrics("source", "gen")
+    m.client_stats = ProducerStats("p", None, 5, math.nan)
+    families = scrape_clients([m])
+    assert values(families, SENT) == {}
+    assert values(families, SENT_BYTES) == {labels("p", "gen", "0"): 5.0}
 
 
 def test_the_worker_collector_serves_the_client_families() -> None:
-    m = task_metrics()
-    m.client_stats = consumer()
+    m = sink_consumer(task_metrics(), 70, (("orders", 0, 30),))
     worker = SimpleNamespace(tasks={TaskId("sink", 0): SimpleNamespace(metrics=m)},
                              connectors={}, metrics=WorkerMetrics())
     registry = CollectorRegistry(auto_describe=False)
@@ -284,11 +275,9 @@ def worker_config(**props: str) -> WorkerConfig:
                          **{k.replace("_", "."): v for k, v in props.items()}})
 
 
-def test_task_clients_default_to_the_metrics_window() -> None:
+def test_task_producers_default_to_the_metrics_window() -> None:
     worker = worker_config()
     assert kafka_clients.producer_config(worker, {}, "p", statistics=True)[
-        "statistics.interval.ms"] == "30000"
-    assert kafka_clients.consumer_config(worker, {}, "c", "id", statistics=True)[
         "statistics.interval.ms"] == "30000"
     short = worker_config(metrics_sample_window_ms="5000")
     assert kafka_clients.statistics_interval_ms(short) == 5000
@@ -301,16 +290,15 @@ def test_a_worker_that_serves_no_metrics_builds_no_client_statistics() -> None:
     worker = worker_config(rest_metrics_enabled="false")
     assert "statistics.interval.ms" not in kafka_clients.producer_config(
         worker, {}, "p", statistics=True)
-    assert "statistics.interval.ms" not in kafka_clients.consumer_config(
-        worker, {}, "c", "id", statistics=True)
     # An explicit setting is the user's: it stays.
     asked = worker_config(rest_metrics_enabled="false", consumer_statistics_interval_ms="5000")
-    assert kafka_clients.consumer_config(asked, {}, "c", "id", statistics=True)[
+    assert kafka_clients.consumer_config(asked, {}, "c", "id")[
         "statistics.interval.ms"] == "5000"
 
 
-def test_clients_without_a_listener_build_no_statistics() -> None:
-    # e.g. the config check's producer, or a benchmark's raw consumer
+def test_clients_without_a_listener_and_sink_consumers_build_no_statistics() -> None:
+    # The config check's producer; a sink task's consumer, whose lag the task reads
+    # without them (about 140 kB of histograms saved per consumer).
     worker = worker_config()
     assert "statistics.interval.ms" not in kafka_clients.producer_config(worker, {}, "p")
     assert "statistics.interval.ms" not in kafka_clients.consumer_config(worker, {}, "c", "i")
@@ -321,10 +309,10 @@ def test_the_users_statistics_interval_wins() -> None:
                            consumer_statistics_interval_ms="5000")
     assert kafka_clients.producer_config(worker, {}, "p", statistics=True)[
         "statistics.interval.ms"] == "0"
-    assert kafka_clients.consumer_config(worker, {}, "c", "i", statistics=True)[
+    assert kafka_clients.consumer_config(worker, {}, "c", "i")[
         "statistics.interval.ms"] == "5000"
     override = {"consumer.override.statistics.interval.ms": "2000"}
-    assert kafka_clients.consumer_config(worker, override, "c", "i", statistics=True)[
+    assert kafka_clients.consumer_config(worker, override, "c", "i")[
         "statistics.interval.ms"] == "2000"
 
 

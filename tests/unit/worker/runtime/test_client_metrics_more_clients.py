@@ -220,9 +220,11 @@ def samples(text: str) -> Samples:
 
 def every_client() -> tuple[list[TaskMetrics], WorkerClientStats]:
     """Tasks in no particular order: a sink with a dead letter queue, a source, a sink
-    without statistics yet; and the status topic's two clients."""
+    whose consumer does not exist yet; and the status topic's two clients."""
     sink, source, idle = task_metrics(), task_metrics("source", "gen"), task_metrics("sink", "b")
-    sink.client_stats = snapshot("consumer", "connector-consumer-sink-0")
+    sink.client_id = "connector-consumer-sink-0"  # its consumer: no statistics, the default
+    sink.record_read(200)
+    sink.consumer_lags = (("orders", 0, 30),)
     sink.errors.dlq_client_stats = snapshot("producer", "connector-dlq-producer-sink-0",
                                             txmsgs=3, tx_bytes=300)
     source.client_stats = snapshot("producer", "connector-producer-gen-0")
@@ -253,10 +255,9 @@ def test_each_family_once_with_every_clients_samples_in_order() -> None:
         [labels for labels, _ in found[SENT]] == [labels for labels, _ in found[LATENCY]]
     assert found[CONSUMED] == [(who("connect-statuses-consumer"), 5.0),
                                (who("connector-consumer-sink-0", "sink", "0"), 200.0)]
-    # The per-partition family: the sink's partitions only (the document of the status
-    # consumer is the sink's, so it has the same partitions under its own client id).
-    assert {labels["client_id"] for labels, _ in found[LAG]} == {
-        "connect-statuses-consumer", "connector-consumer-sink-0"}
+    # The lags: the sink's, read by its task; the status consumer stores no offsets.
+    assert found[LAG] == [({**who("connector-consumer-sink-0", "sink", "0"),
+                            "topic": "orders", "partition": "0"}, 30.0)]
     # One label set per family, the same for every client.
     for name, rows in found.items():
         keys = {tuple(sorted(labels)) for labels, _ in rows}

@@ -370,10 +370,6 @@ class FailsOnce(Transformation):
         return record
 
 
-def build(message: Any, key: SchemaAndValue, value: SchemaAndValue) -> SinkRecord:
-    return SinkRecord(message.topic(), message.partition(), key.schema, key.value,
-                      value.schema, value.value, message.offset())
-
 
 def handler(monkeypatch: pytest.MonkeyPatch, chain: TransformationChain, **config: Any
             ) -> tuple[SinkErrorHandler, FakeProducer]:
@@ -381,7 +377,7 @@ def handler(monkeypatch: pytest.MonkeyPatch, chain: TransformationChain, **confi
     settings = ErrorHandlingConfig(**config)
     return SinkErrorHandler(TASK, settings, RetryWithToleranceOperator(settings,
                                                                        threading.Event()),
-                            Utf8(), Utf8(), chain, build, reporter), producer
+                            Utf8(), Utf8(), chain, reporter), producer
 
 
 class TestSinkRecovery:
@@ -543,5 +539,5 @@ class TestErrantRecordReporter:
     def test_none_without_a_dlq_or_the_error_log(self) -> None:
         settings = ErrorHandlingConfig(tolerate_all=True)
         recovery = SinkErrorHandler(TASK, settings, RetryWithToleranceOperator(
-            settings, threading.Event()), Utf8(), Utf8(), TransformationChain([]), build)
+            settings, threading.Event()), Utf8(), Utf8(), TransformationChain([]))
         assert recovery.errant_record_reporter(SinkTask) is None

@@ -126,7 +126,55 @@ def test_a_slow_poll_is_logged_naming_the_task(monkeypatch: pytest.MonkeyPatch,
         wait_until(lambda: caplog.records, timeout=5, interval=0.01,
                    message="a warning about the slow poll")
         poller.unpark(parking)
-    assert "Task slow-3: its consumer's rebalance callbacks took" in caplog.records[0].message
+    assert caplog.records[0].message.startswith(
+        "Task slow-3: its consumer's rebalance callbacks (the connector's open() or close()) "
+        "took")
+
+
+class BlockingCallbackConsumer(FakeConsumer):
+    """Its first consume() runs a rebalance callback that hands the poller over (as
+    WorkerSinkTask's callbacks do), then blocks like a connector's slow close()."""
+
+    def __init__(self, poller: IdlePoller) -> None:
+        super().__init__()
+        self.poller = poller
+        self.in_callback = threading.Event()
+        self.callback_may_end = threading.Event()
+
+    def consume(self, _num: int = 1, timeout: float = -1) -> list[Any]:
+        if not self.in_callback.is_set():
+            self.in_callback.set()
+            self.poller.hand_over()
+            assert self.callback_may_end.wait(5)
+        return super().consume(_num, timeout)
+
+
+def test_a_blocking_rebalance_callback_does_not_hold_up_the_other_consumers() -> None:
+    poller = IdlePoller(interval_s=0.01)
+    slow = BlockingCallbackConsumer(poller)
+    other, other_wake = FakeConsumer(), threading.Event()
+    slow_parking = poller.park("slow-0", slow, 10, threading.Event())
+    other_parking = poller.park("other-0", other, 10, other_wake)
+    assert slow.in_callback.wait(5)
+    # While the callback blocks one poller thread, a new one serves the other consumer.
+    with other.lock:
+        other.pending = ["m1"]
+    assert other_wake.wait(5)
+    poller.unpark(other_parking)
+    assert other_parking.messages == ["m1"]
+    assert sum(t.name == "sink-idle-poller" for t in threading.enumerate()) == 2
+    slow.callback_may_end.set()
+    poller.unpark(slow_parking)  # waits for the callback's consume() to return
+    wait_until(lambda: not poller.running and not any(
+        t.name == "sink-idle-poller" for t in threading.enumerate()), timeout=5,
+        interval=0.01, message="both poller threads to end")
+
+
+def test_hand_over_off_the_poller_thread_changes_nothing() -> None:
+    # A task's callbacks on its own thread (its consumer not parked).
+    poller = IdlePoller(interval_s=0.01)
+    poller.hand_over()
+    assert not poller.running
 
 
 def test_one_thread_polls_many_consumers_in_turn() -> None:

@@ -18,8 +18,7 @@ def configs(worker: WorkerConfig, connector: dict[str, str] | None = None
     connector = connector or {}
     return {
         "producer": kafka_clients.producer_config(worker, connector, "p", statistics=True),
-        "consumer": kafka_clients.consumer_config(worker, connector, "c", "c-0",
-                                                  statistics=True),
+        "consumer": kafka_clients.consumer_config(worker, connector, "c", "c-0"),
         "admin": dict(kafka_clients.admin_config(worker, connector)),
     }
 

@@ -30,6 +30,7 @@ from worker.connectors.converters import ByteArrayConverter, JsonConverter, Stri
 from worker.connectors.header_converter import SimpleHeaderConverter
 from worker.runtime.chain import TransformationChain
 from worker.runtime.error_handling import ErrorHandlingConfig
+from worker.runtime.sink_errors import build_record
 from worker.runtime.sink_task import WorkerSinkTask
 from worker.runtime.source_task import WorkerSourceTask
 from worker.storage.base import State, TargetState, TaskId
@@ -148,7 +149,8 @@ def test_a_sink_task_reads_headers_with_its_header_converter() -> None:
     assert list(records[1].headers) == expected
     # The slow path (a record that failed once) builds the same headers.
     null = SchemaAndValue(None, None)
-    assert list(task._build_record(messages[1], null, null).headers) == expected  # type: ignore[arg-type]
+    assert list(build_record(messages[1], null, null,  # type: ignore[arg-type]
+                             task.header_converter).headers) == expected
     # Another header converter: ByteArrayConverter reads the raw bytes.
     task.header_converter = ByteArrayConverter()
     records, _, _ = task._convert(messages[1:])  # type: ignore[arg-type]
