@@ -42,6 +42,7 @@ from worker.storage.base import (
     TargetState,
     TaskId,
 )
+from worker.util.memory import MemoryTrimmer
 from worker.util.props import strip_prefix
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,8 @@ class Worker:
         self.fd_budget = FdBudget(tasks=lambda: len(self.tasks))
         # Idle sink tasks park their consumers here and sleep: one thread polls them all.
         self.idle_poller = IdlePoller()
+        # What stopped tasks freed goes back to the operating system once stops settle.
+        self.memory = MemoryTrimmer()
 
     # --- connectors ----------------------------------------------------------------------
 
@@ -222,6 +225,8 @@ class Worker:
             worker_task.stop()
         for worker_task in stopping:
             worker_task.await_stop(self._graceful_s)
+        if stopping:
+            self.memory.request()
 
     def set_task_target(self, task_id: TaskId, target: TargetState) -> None:
         worker_task = self.tasks.get(task_id)
@@ -241,6 +246,7 @@ class Worker:
 
     def stop(self) -> None:
         self.stop_tasks(list(self.tasks))
+        self.memory.close()
         connectors = [self.connectors.pop(name) for name in list(self.connectors)]
         for wc in connectors:  # in parallel: one hung connector must not multiply the wait
             wc.shutdown()
