@@ -4,10 +4,10 @@ without statistics.
 Why a worker's idle CPU grows with its tasks even when no task does anything: each task
 owns a librdkafka client (a source task's producer, a sink task's consumer), and each
 client's threads wake on their own timers. This script builds one producer and one
-consumer with the worker's task-client settings (``worker.runtime.kafka_clients``,
-statistics on, as for ``/metrics``), lets the consumer join its group on a topic with no
-traffic, serves both every 100 ms without waiting (as the worker's idle poller does),
-and counts each librdkafka thread's context switches over ``--seconds``.
+consumer with the worker's task-client settings (``worker.runtime.kafka_clients``: the
+producer with statistics, as for ``/metrics``, the consumer without), lets the consumer
+join its group on a topic with no traffic, serves both every 100 ms without waiting (as the
+worker's idle poller does), and counts each librdkafka thread's context switches over ``--seconds``.
 
 Memory: ``--clients`` N producers (each sends one record to its own topic) and N consumers
 (each assigned its own topic), built with statistics (``statistics.interval.ms`` as the
@@ -84,9 +84,12 @@ def memory_per_client(bootstrap: str, clients: int, statistics: bool) -> dict[st
     with_producers = rss_kb()
     consumers = []
     for i, topic in enumerate(topics):
-        consumer = Consumer({**kafka_clients.consumer_config(
+        conf = kafka_clients.consumer_config(
             worker, {"consumer.override.group.id": f"bench-{uuid.uuid4().hex}"}, "bench",
-            f"bench-c{i}", statistics=statistics), **stats})
+            f"bench-c{i}")
+        if statistics:  # asked for explicitly: sink tasks' consumers have none by default
+            conf["statistics.interval.ms"] = str(kafka_clients.statistics_interval_ms(worker))
+        consumer = Consumer({**conf, **stats})
         consumer.subscribe([topic])
         consumers.append(consumer)
     read = serve_rounds(consumers, producers, 60.0, until_read=clients)
@@ -144,13 +147,13 @@ def main() -> None:
         producer_conf = kafka_clients.producer_config(worker, {}, "bench-p", statistics=True)
         consumer_conf = kafka_clients.consumer_config(
             worker, {"consumer.override.group.id": f"bench-{uuid.uuid4().hex}"}, "bench",
-            "bench-c", statistics=True)
+            "bench-c")
         threads_before = set(os.listdir("/proc/self/task"))
         producer = Producer({**producer_conf, "stats_cb": ignore})
         producer.produce(topic, b"x")
         assert producer.flush(30) == 0
         producer_threads = set(os.listdir("/proc/self/task")) - threads_before
-        consumer = Consumer({**consumer_conf, "stats_cb": ignore})
+        consumer = Consumer(consumer_conf)
         consumer.subscribe([topic])
         # Assigned and past its first fetch: it read the topic's one record.
         read = serve_rounds([consumer], [producer], 60.0, until_read=1)

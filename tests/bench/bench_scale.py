@@ -19,6 +19,13 @@ the same worker):
   waits half the consumers' 45 s session timeout). The idle and load figures are taken
   only after that, and ``--settle`` seconds more: steady state, not group joins.
 
+Then, with every connector still STOPPED (the worker near 0 % CPU), the raw baseline of
+the same run: ``raw_clients.py`` builds the same N/2 producers and N/2 consumers on the same
+topics, with the worker's client settings and the same traffic (a record a second per
+topic), all served from one thread; once every consumer has read, its CPU over ``--idle``
+seconds, split the same way. The worker's CPU near idle divided by it is what the worker
+adds to clients it cannot do without (Kafka Connect gives each task its own).
+
 With ``--nofile K`` the worker runs with ``RLIMIT_NOFILE`` K (soft = hard) and the run
 reports, instead of the stopped figures, how the shortage shows: REST errors, ``/health``,
 tasks FAILED (and whether their traces name the file-descriptor limit), tasks RUNNING.
@@ -39,6 +46,7 @@ import argparse
 import json
 import os
 import platform
+import select
 import statistics
 import subprocess
 import sys
@@ -53,6 +61,7 @@ from prometheus_client.parser import text_string_to_metric_families
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "bench" / "results" / "scale.json"
 LOAD = ROOT / "tests" / "bench" / "http_load.py"
+RAW = ROOT / "tests" / "bench" / "raw_clients.py"
 sys.path.insert(0, str(ROOT))
 
 from tests.support import wait_until  # noqa: E402
@@ -254,7 +263,38 @@ def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path,
                           "expand_status_ms": expand_status_ms(client),
                           "load": http_load(f"{worker.url}/connectors/{names[0]}/status",
                                             args.duration)}
+        row["raw"] = raw_baseline(broker, [f"{run}-{pair}" for pair in range(n // 2)], args,
+                                  broker_pid)
     return row
+
+
+def raw_baseline(broker: str, topics: list[str], args: argparse.Namespace,
+                 broker_pid: int | None) -> dict[str, Any]:
+    """The same clients and traffic without the worker (``raw_clients.py``): its CPU once
+    every consumer has read a record, over ``args.idle`` seconds."""
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, str(RAW), "--bootstrap", broker,
+                             "--topics", ",".join(topics)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        deadline = started + 300  # group joins: about half the 45 s session timeout
+        line = ""
+        while line.strip() != "ready":
+            left = deadline - time.monotonic()
+            assert left > 0 and proc.poll() is None, "the raw clients did not get ready"
+            if select.select([proc.stdout], [], [], left)[0]:
+                line = proc.stdout.readline()
+        figures = {"ready_after_s": round(time.monotonic() - started, 1),
+                   **proc_figures(proc.pid), **cpu_percent(proc.pid, args.idle, broker_pid)}
+    finally:
+        proc.stdin.close()  # it stops at the end of its input
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    return figures
 
 
 def shortage(worker: WorkerProcess, client: httpx.Client, names: list[str],
@@ -291,7 +331,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"{'tasks':>6} {'p99 run':>9} {'p99 stop':>9} {'req/s run':>10} {'req/s stop':>10} "
           f"{'expand run':>11} {'expand stop':>11} {'cpu run':>8} {'cpu stop':>8} "
           f"{'thr run':>8} {'thr stop':>8} {'RSS run':>8} {'fds run':>8} {'fds stop':>8} "
-          f"{'RUNNING':>8} {'broker':>7}")
+          f"{'RUNNING':>8} {'broker':>7} {'raw cpu':>8}")
     for row in rows:
         if "running" not in row:
             continue
@@ -301,7 +341,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
               f"{run['expand_status_ms']:>9.1f}ms {stop['expand_status_ms']:>9.1f}ms "
               f"{run['cpu_pct']:>7.1f}% {stop['cpu_pct']:>7.1f}% {run['threads']:>8} "
               f"{stop['threads']:>8} {run['rss_mb']:>6.0f}MB {run['fds']:>8} {stop['fds']:>8} "
-              f"{row['running_after_s']:>7.1f}s {run.get('broker_cpu_pct', 0):>6.1f}%")
+              f"{row['running_after_s']:>7.1f}s {run.get('broker_cpu_pct', 0):>6.1f}% "
+              f"{row['raw']['cpu_pct']:>7.1f}%")
 
 
 def main() -> None:
