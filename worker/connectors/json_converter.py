@@ -15,6 +15,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from worker.api import (
     ConfigDef,
     Converter,
@@ -85,23 +87,23 @@ _NULL = SchemaAndValue(None, None)
 # tuple.__new__ builds the NamedTuple in C; SchemaAndValue(...) runs a Python-level
 # __new__, which costs as much as the rest of the decode on the sink's hot path.
 _new_pair = tuple.__new__
-_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # json.loads's C scanner
+
+
+_decode = msgspec.json.Decoder().decode
 
 
 def _parse(data: Any) -> Any:
-    """``json.loads(data)``; the common case (UTF-8 bytes, no whitespace around the value)
-    runs in C only. ``json.loads`` on bytes first detects the encoding and skips
-    whitespace with regular expressions in Python, per message; anything else (another
-    encoding, a BOM, surrounding whitespace, an error) still goes through it."""
-    if type(data) is bytes:
-        try:
-            text = data.decode("utf-8")
-            node, end = _scan_once(text, 0)
-            if end == len(text):
-                return node
-        except (UnicodeDecodeError, StopIteration, ValueError):
-            pass
-    return json.loads(data)
+    """``json.loads(data)``, read by msgspec where it can (3–10× faster per message, the
+    sink's hot path). msgspec yields the same values for what it accepts, integers of any
+    size included; what it rejects and ``json.loads`` may still read (``NaN``, ``1e400``,
+    a lone surrogate, other encodings) or reject with its own message (a BOM, malformed
+    input) goes through ``json.loads``, so results and errors are ``json.loads``'s."""
+    try:
+        return _decode(data)
+    # DecodeError includes ValidationError (a number out of range); msgspec before 0.22
+    # raises UnicodeDecodeError (a ValueError) for bytes that are not UTF-8.
+    except (msgspec.DecodeError, ValueError):
+        return json.loads(data)
 
 
 class JsonConverter(Converter):
