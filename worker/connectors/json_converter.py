@@ -87,8 +87,6 @@ _NULL = SchemaAndValue(None, None)
 # tuple.__new__ builds the NamedTuple in C; SchemaAndValue(...) runs a Python-level
 # __new__, which costs as much as the rest of the decode on the sink's hot path.
 _new_pair = tuple.__new__
-
-
 _decode = msgspec.json.Decoder().decode
 
 
@@ -97,11 +95,12 @@ def _parse(data: Any) -> Any:
     sink's hot path). msgspec yields the same values for what it accepts, integers of any
     size included; what it rejects and ``json.loads`` may still read (``NaN``, ``1e400``,
     a lone surrogate, other encodings) or reject with its own message (a BOM, malformed
-    input) goes through ``json.loads``, so results and errors are ``json.loads``'s."""
+    input) goes through ``json.loads``, so results and errors are ``json.loads``'s.
+
+    ``DecodeError`` includes ``ValidationError`` (a number out of range); msgspec before
+    0.22 raises ``UnicodeDecodeError`` (a ``ValueError``) for bytes that are not UTF-8."""
     try:
         return _decode(data)
-    # DecodeError includes ValidationError (a number out of range); msgspec before 0.22
-    # raises UnicodeDecodeError (a ValueError) for bytes that are not UTF-8.
     except (msgspec.DecodeError, ValueError):
         return json.loads(data)
 
