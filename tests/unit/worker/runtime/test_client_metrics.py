@@ -1,4 +1,6 @@
-"""worker.runtime.client_metrics: librdkafka's statistics → the task clients' metrics.
+"""worker.runtime.client_metrics: librdkafka's statistics → the task clients' metrics; a
+sink task's consumer, whose count and lags come from the task (``TaskMetrics``), with only
+its bytes from statistics, when they are asked for.
 
 ``librdkafka_stats/*.json`` are statistics documents of librdkafka 2.16 clients captured
 against the test broker, trimmed to the fields that matter here:

@@ -3,7 +3,7 @@ cached high watermarks, without librdkafka's statistics."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
@@ -87,18 +87,23 @@ def reader(consumer: FakeConsumer) -> tuple[LagReader, TaskMetrics, Clock]:
     return LagReader(metrics, full_batch=10, clock=clock), metrics, clock
 
 
+def after_poll(lag: LagReader, consumer: FakeConsumer, count: int,
+               assignment: set[TopicPartition] = ASSIGNED) -> None:
+    lag.after_poll(cast(Consumer, consumer), assignment, count)
+
+
 def test_full_batches_and_empty_polls_read_the_lag_once_a_second() -> None:
     consumer = FakeConsumer(10, 50)
     lag, metrics, clock = reader(consumer)
-    lag.after_poll(consumer, ASSIGNED, 10)  # type: ignore[arg-type]
+    after_poll(lag, consumer, 10)
     assert metrics.consumer_lags == (("t", 0, 40),) and consumer.reads == 1
     consumer.position_at = 20
     for count in (10, 0, 10):
         clock.now += REFRESH_S / 4
-        lag.after_poll(consumer, ASSIGNED, count)  # type: ignore[arg-type]
+        after_poll(lag, consumer, count)
     assert consumer.reads == 1 and metrics.consumer_lags == (("t", 0, 40),)
     clock.now += REFRESH_S / 4
-    lag.after_poll(consumer, ASSIGNED, 0)  # type: ignore[arg-type]
+    after_poll(lag, consumer, 0)
     assert consumer.reads == 2 and metrics.consumer_lags == (("t", 0, 30),)
 
 
@@ -106,18 +111,18 @@ def test_a_batch_short_of_full_reads_the_lag_at_once() -> None:
     # Caught up: the next batch may be far off, so the backlog's figure must not stay.
     consumer = FakeConsumer(10, 50)
     lag, metrics, clock = reader(consumer)
-    lag.after_poll(consumer, ASSIGNED, 10)  # type: ignore[arg-type]
+    after_poll(lag, consumer, 10)
     consumer.position_at = 50
-    lag.after_poll(consumer, ASSIGNED, 3)  # type: ignore[arg-type]
+    after_poll(lag, consumer, 3)
     assert consumer.reads == 2 and metrics.consumer_lags == (("t", 0, 0),)
 
 
 def test_a_changed_assignment_reads_the_lag_at_the_next_poll() -> None:
     consumer = FakeConsumer(10, 50)
     lag, metrics, _ = reader(consumer)
-    lag.after_poll(consumer, ASSIGNED, 10)  # type: ignore[arg-type]
+    after_poll(lag, consumer, 10)
     lag.expire()
-    lag.after_poll(consumer, set(), 0)  # type: ignore[arg-type]
+    after_poll(lag, consumer, 0, set())
     assert consumer.reads == 1 and metrics.consumer_lags == ()  # nothing assigned: no call
 
 
@@ -126,8 +131,8 @@ def test_a_changed_assignment_reads_the_lag_at_the_next_poll() -> None:
 def test_a_failed_read_keeps_the_last_figure(error: Exception) -> None:
     consumer = FakeConsumer(10, 50)
     lag, metrics, clock = reader(consumer)
-    lag.after_poll(consumer, ASSIGNED, 10)  # type: ignore[arg-type]
+    after_poll(lag, consumer, 10)
     consumer.error = error
     clock.now += REFRESH_S
-    lag.after_poll(consumer, ASSIGNED, 10)  # type: ignore[arg-type]
+    after_poll(lag, consumer, 10)
     assert consumer.reads == 2 and metrics.consumer_lags == (("t", 0, 40),)
