@@ -19,8 +19,12 @@ Source paths (one-partition topic, 100-byte values):
 - raw: a producer built from the worker's producer config sends N pre-built 100-byte values
   with one ``produce()`` per record (the loop a user writes), timed from creating it until
   ``flush()`` returned.
-- Like the worker process (``worker.cli.standalone``), each run freezes what exists before
-  it (``gc.freeze()``) so the cyclic collector does not rescan the benchmark's own data.
+- Like the worker process (``worker.util.collector``), each run freezes what exists before
+  it (``gc.freeze()``) so the cyclic collector does not rescan the benchmark's own data, and
+  the worker's runs collect the youngest generation every
+  ``FIRST_GENERATION_THRESHOLD`` allocations, as the worker process does; the raw loops
+  run with the interpreter's default (700), as a hand-written client does.
+  ``--raw-gc-threshold`` and ``--worker-gc-threshold`` change either.
 - cpu/rec: CPU seconds per record of the sending thread (``time.thread_time()``): the raw
   loop's, and the task thread's from its first poll() to the drained one. Steadier than
   wall time on a small machine where broker, librdkafka and Python share the cores.
@@ -29,11 +33,14 @@ Sink paths: WorkerSinkTask with a counting task (StringConverter) and FileStream
 (StringConverter, JsonConverter schemas off) reading the topics the file sources wrote,
 timed from the first record handed to ``put`` until the N-th; against a raw consumer
 (the worker's consumer config) that writes each value plus "\n" to a file, timed from the
-first record to the N-th. The consumer-group join is excluded from both.
+first record to the N-th. The consumer-group join is excluded from both. The FileStreamSink
+rows' cpu/rec is the consuming thread's over the same span: the raw loop's, and the task
+thread's (it consumes, converts and puts; a batch the idle poller read for it, at most one
+or two at the start, is not counted).
 
 Run: ``.venv/bin/python tests/bench/bench_pipeline.py [--records N] [--rounds R]
-[--only source|sink] [--results FILE]`` (uses KAFKA_BOOTSTRAP_SERVERS when set, else the
-embedded broker).
+[--only source|sink] [--raw-gc-threshold N] [--worker-gc-threshold N] [--results FILE]`` (uses
+KAFKA_BOOTSTRAP_SERVERS when set, else the embedded broker).
 Prints a table and writes ``tests/bench/results/pipeline.json``.
 """
 
@@ -47,8 +54,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -72,6 +79,7 @@ from worker.runtime.worker import Worker
 from worker.storage.base import TargetState, TaskId
 from worker.storage.memory import MemoryOffsetBackingStore, MemoryStatusBackingStore
 from worker.testing import EmbeddedBroker
+from worker.util.collector import FIRST_GENERATION_THRESHOLD
 
 RESULTS = Path(__file__).parent / "results" / "pipeline.json"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
@@ -179,13 +187,18 @@ class TimedFileSinkTask(FileStreamSinkTask):
     target = 0
     count = 0
     first: float | None = None
+    cpu_first = 0.0
+    cpu_s = 0.0
     done = threading.Event()
 
     def put(self, records: list[SinkRecord]) -> None:
         cls = type(self)
         if records and cls.first is None:
             cls.first = time.perf_counter()
+            cls.cpu_first = time.thread_time()  # the task thread: it consumes too
         super().put(records)
+        if cls.count < cls.target <= cls.count + len(records):
+            cls.cpu_s = time.thread_time() - cls.cpu_first
         cls.count += len(records)
         if cls.count >= cls.target:
             cls.done.set()
@@ -212,10 +225,21 @@ def make_worker(bootstrap: str, flush_ms: int = 60_000
     offsets.start()
     statuses.start()
     worker = Worker("bench:0", config, registry, offsets, statuses)
-    # As the worker process does once started (worker.cli.standalone): what exists now
+    # As the worker process does once started (worker.util.collector): what exists now
     # stays out of the cyclic collector's passes, which the records of every batch trigger.
     gc.freeze()
     return worker, offsets
+
+
+@contextmanager
+def collector_threshold(first: int) -> Iterator[None]:
+    """The cyclic collector's first-generation threshold set to ``first`` meanwhile."""
+    before = gc.get_threshold()
+    gc.set_threshold(first, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def create_topic(admin: AdminClient, partitions: int) -> str:
@@ -391,14 +415,14 @@ def raw_file_consume(bootstrap: str, topic: str, records: int, out_path: Path) -
     consumer = Consumer(kafka_clients.consumer_config(
         config, {"consumer.override.group.id": f"raw-{uuid.uuid4()}"}, "raw", "bench-raw"))
     consumer.subscribe([topic])
-    count, first = 0, None
+    count, first, cpu_first = 0, None, 0.0
     positions: dict[tuple[Any, Any], Any] = {}
     deadline = time.monotonic() + TIMEOUT_S
     with open(out_path, "wb") as out:
         while count < records and time.monotonic() < deadline:
             messages = consumer.consume(2000, 0.2)
             if messages and first is None:
-                first = time.perf_counter()
+                first, cpu_first = time.perf_counter(), time.thread_time()
             lines = []
             for message in messages:
                 if message.error() is None:
@@ -408,6 +432,7 @@ def raw_file_consume(bootstrap: str, topic: str, records: int, out_path: Path) -
             out.write(b"\n".join(lines) + b"\n" if lines else b"")
         out.flush()
     elapsed = time.perf_counter() - (first or time.perf_counter())
+    CPU["raw"] = time.thread_time() - cpu_first
     consumer.close()
     assert count >= records, f"raw consumer read {count} of {records}"
     return elapsed
@@ -430,6 +455,7 @@ def worker_file_sink(bootstrap: str, topic: str, records: int, variant: str,
     worker.stop()
     assert finished, f"sink read {cls.count} of {records}"
     assert cls.first is not None
+    CPU[f"sink {variant}"] = cls.cpu_s
     return end - cls.first
 
 
@@ -455,7 +481,10 @@ def run_round(bootstrap: str, admin: AdminClient, args: argparse.Namespace,
     def timed(row: str, raw: Callable[[], float], ours: Callable[[], float],
               variant: str | None = None) -> None:
         CPU.clear()
-        result[row] = {"raw_s": raw(), "worker_s": ours()}
+        with collector_threshold(args.raw_gc_threshold):
+            raw_s = raw()
+        with collector_threshold(args.worker_gc_threshold):
+            result[row] = {"raw_s": raw_s, "worker_s": ours()}
         cpu = ""
         if variant is not None and "raw" in CPU and variant in CPU:
             result[row]["raw_cpu_us"] = CPU["raw"] * 1e6 / n
@@ -485,7 +514,7 @@ def run_round(bootstrap: str, admin: AdminClient, args: argparse.Namespace,
             timed(row, partial(raw_file_consume, bootstrap, topics[variant], n,
                                work / "raw-out.txt"),
                   partial(worker_file_sink, bootstrap, topics[variant], n, variant,
-                          work / f"out-{variant}.txt"))
+                          work / f"out-{variant}.txt"), f"sink {variant}")
         if "generator" in topics:
             timed("counting sink string", partial(raw_consume, bootstrap, topics["generator"], n),
                   partial(worker_consume, bootstrap, topics["generator"], n))
@@ -497,6 +526,13 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", choices=("source", "sink"), default=None)
+    parser.add_argument("--raw-gc-threshold", type=int, default=gc.get_threshold()[0],
+                        help="the raw loops' first-generation collector threshold "
+                        "(default: the interpreter's)")
+    parser.add_argument("--worker-gc-threshold", type=int,
+                        default=FIRST_GENERATION_THRESHOLD,
+                        help="the worker runs' first-generation collector threshold "
+                        "(default: the worker process's)")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     pairs = expected_pairs(args.records)
@@ -525,7 +561,9 @@ def main() -> None:
             for key in ("raw_cpu_us", "worker_cpu_us"):
                 rows[row][key] = statistics.median(r[row][key] for r in rounds)
     save(args.results, {"records": n, "value_bytes": VALUE_SIZE, "rows": rows,
-                        "rounds": rounds})
+                        "rounds": rounds, "gc_threshold": {
+                            "worker": args.worker_gc_threshold,
+                            "raw": args.raw_gc_threshold}})
     print(f"\n{'path':<28}{'raw rec/s':>12}{'worker rec/s':>14}{'ratio':>7}"
           f"{'raw cpu us':>11}{'task cpu us':>12}  ratio per round")
     for row, figures in rows.items():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
-import gc
 import logging
 import signal
 import sys
@@ -21,6 +20,7 @@ from worker.config.worker_config import StandaloneConfig
 from worker.errors import ConnectError
 from worker.runtime import fd_budget
 from worker.storage.base import TargetState
+from worker.util.collector import settle_collector
 
 log = logging.getLogger("worker.cli.standalone")
 
@@ -107,10 +107,8 @@ def install_signal_handlers() -> threading.Event:
 
 
 def serve_until_stopped(process: Connect, stopping: threading.Event) -> int:
-    # Everything built so far (modules, plugins, the app) lives as long as the process:
-    # keep it out of the cyclic collector's full passes, which otherwise stall request
-    # threads (p99 of GET /connectors/{c}/status: 40 ms -> 9 ms, docs/benchmarks.md).
-    gc.freeze()
+    # Everything built so far lives as long as the process; records come in batches.
+    settle_collector()
     log.info("Worker started; REST API at %s", process.server.url)
     while not stopping.wait(1.0):
         pass
