@@ -5,8 +5,8 @@ per message, the tuples around it), and they live until the batch is put or sent
 CPython's default first-generation threshold, a collection every 700 net allocations, a
 2,000-record batch runs several collections while it is built; each walks the batch's
 live records, moves them to an older generation, where the next collections walk them
-again. That was about an eighth of a task thread's CPU per record (docs/benchmarks.md,
-"The cyclic collector's threshold"). At ``FIRST_GENERATION_THRESHOLD`` the youngest
+again. That was 8-15 % of a task thread's CPU per record (docs/benchmarks.md, "The
+cyclic collector's threshold"). At ``FIRST_GENERATION_THRESHOLD`` the youngest
 generation is collected about once per five such batches, when most of their records are
 already gone, and the older generations proportionally less often.
 
