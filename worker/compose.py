@@ -241,8 +241,9 @@ def build_distributed(config: DistributedConfig, registry: PluginRegistry | None
     if client_stats is not None:
         interval_ms = kafka_clients.statistics_interval_ms(config)
         for store in (config_store, offset_store, status_store):
-            store.report_statistics(client_stats.listener(f"topic '{store.topic}'"),
-                                    interval_ms)
+            name = f"topic '{store.topic}'"
+            store.report_statistics(client_stats.listener(name), interval_ms,
+                                    client_stats.admin_listener(name))
     worker = Worker(worker_id(config), config, registry, offset_store, status_store)
     herder = DistributedHerder(config, registry, worker, config_store, offset_store,
                                status_store, url=advertised_url(config),

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 from worker.runtime.client_metrics import (
+    ADMIN_METRICS,
+    ADMIN_PREFIX,
     CONSUMER_METRICS,
     CONSUMER_PREFIX,
     PRODUCER_METRICS,
@@ -36,6 +38,7 @@ def test_every_client_metric_is_listed_in_the_docs() -> None:
     text = DOCS.read_text(encoding="utf-8")
     names = [f"{CONSUMER_PREFIX}_records_lag",
              *(f"{CONSUMER_PREFIX}_{name}" for name, _, _ in CONSUMER_METRICS),
-             *(f"{PRODUCER_PREFIX}_{name}" for name, _, _ in PRODUCER_METRICS)]
+             *(f"{PRODUCER_PREFIX}_{name}" for name, _, _ in PRODUCER_METRICS),
+             *(f"{ADMIN_PREFIX}_{name}" for name, _, _ in ADMIN_METRICS)]
     missing = [n.replace("-", "_") for n in names if f"`{n.replace('-', '_')}`" not in text]
     assert missing == []

@@ -3,7 +3,9 @@ and meanings in docs/metrics.md, "Task clients (librdkafka statistics)".
 
 Whose: a task's own client (a sink task's consumer, a source task's producer), a sink
 task's dead letter queue producer, and in distributed mode the worker's internal-topic
-clients (the config, offset and status logs' producers and consumers).
+clients (the config, offset and status logs' producers, consumers and admin clients; the
+admin clients built for one operation, e.g. a topic creation or an offsets request, live
+too briefly to report).
 
 A sink task's consumer is the exception: it builds no statistics unless asked, and its
 series come from the task itself: ``records-consumed-total`` is what the task read, the
@@ -20,9 +22,10 @@ interval and never per record, into a small immutable snapshot (``ConsumerStats`
 (``DeadLetterQueueStatsListener``), or per client id in ``WorkerClientStats``. At scrape
 time ``client_families`` turns the current snapshots into Prometheus families named as the
 usual JMX-exporter rules name the Java clients' MBeans:
-``kafka_consumer_consumer_fetch_manager_metrics_<name>`` and
-``kafka_producer_producer_metrics_<name>``, ``-`` → ``_``; each family once, with the
-samples of every client.
+``kafka_consumer_consumer_fetch_manager_metrics_<name>``,
+``kafka_producer_producer_metrics_<name>`` and
+``kafka_admin_client_admin_client_metrics_<name>``, ``-`` → ``_``; each family once, with
+the samples of every client.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 
 CONSUMER_PREFIX = "kafka_consumer_consumer_fetch_manager_metrics"
 PRODUCER_PREFIX = "kafka_producer_producer_metrics"
+ADMIN_PREFIX = "kafka_admin_client_admin_client_metrics"
 LABELS = ("client_id", "connector", "task")
 
 
@@ -73,7 +77,20 @@ class ProducerStats:
     request_latency_avg_ms: float  # brokers' rtt over the last interval; NaN: no request
 
 
-ClientStats = ConsumerStats | ProducerStats
+@dataclass(frozen=True, slots=True)
+class AdminStats:
+    """What one statistics document of an admin client says (None: not in the document).
+    librdkafka calls an admin client a producer in it: only the listener knows."""
+
+    client_id: str
+    requests: int | None  # top-level tx: requests sent to the brokers
+    responses: int | None  # top-level rx: responses received
+    bytes_sent: int | None  # top-level tx_bytes
+    bytes_received: int | None  # top-level rx_bytes
+    connections: int  # brokers (not librdkafka's bootstrap or internal ones) in state UP
+
+
+ClientStats = ConsumerStats | ProducerStats | AdminStats
 
 
 def _int(doc: dict[str, Any], key: str) -> int | None:
@@ -123,6 +140,18 @@ def parse_stats(text: str | bytes) -> ClientStats | None:
     return None
 
 
+def parse_admin_stats(text: str | bytes) -> AdminStats:
+    """The snapshot of one statistics document of an admin client; a document that is not
+    a JSON object raises ``ValueError``."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict):
+        raise ValueError("the statistics are not a JSON object")
+    up = sum(1 for broker in _dicts(doc.get("brokers"))
+             if broker.get("state") == "UP" and _int(broker, "nodeid") not in (None, -1))
+    return AdminStats(str(doc.get("client_id", "")), _int(doc, "tx"), _int(doc, "rx"),
+                      _int(doc, "tx_bytes"), _int(doc, "rx_bytes"), up)
+
+
 class _Listener:
     """A client's ``stats_cb``: parses each document and keeps the snapshot (``_keep``)."""
 
@@ -137,7 +166,7 @@ class _Listener:
         # internal log's thread), so none may. A document that cannot be read keeps the
         # previous snapshot.
         try:
-            snapshot = parse_stats(stats_json)
+            snapshot = self._parse(stats_json)
             if snapshot is not None:
                 self._keep(snapshot)
         except Exception as exc:
@@ -146,6 +175,9 @@ class _Listener:
                 log.warning("%s: librdkafka's statistics could not be read, so its client "
                             "metrics are not updated: %s: %s", self._owner(),
                             type(exc).__name__, exc)
+
+    def _parse(self, stats_json: str) -> ClientStats | None:
+        return parse_stats(stats_json)
 
     def _keep(self, snapshot: ClientStats) -> None:
         raise NotImplementedError
@@ -190,10 +222,11 @@ class DeadLetterQueueStatsListener(_Listener):
 
 class WorkerClientStats:
     """The latest snapshot of each of the worker's own clients (the internal topics'
-    producers and consumers in distributed mode), by client id; exported with empty
-    ``connector`` and ``task`` labels.
+    producers, consumers and admin clients in distributed mode), by client id; exported
+    with empty ``connector`` and ``task`` labels.
 
-    ``listener(name)`` is the ``stats_cb`` handed to the clients of one internal topic
+    ``listener(name)`` is the ``stats_cb`` handed to the producer and consumer of one
+    internal topic, ``admin_listener(name)`` that of its admin client
     (``TopicBackedStore.report_statistics``); their threads replace a client's snapshot in
     one dict assignment, and a scrape copies the dict (``snapshots``).
     """
@@ -207,6 +240,11 @@ class WorkerClientStats:
         """The ``stats_cb`` of the clients of ``name`` (e.g. an internal topic's name):
         one warning for them when their statistics cannot be read."""
         return _WorkerClientListener(self._latest, name)
+
+    def admin_listener(self, name: str) -> Callable[[str], None]:
+        """The ``stats_cb`` of the admin client of ``name``: its documents read as an
+        admin client's (librdkafka types them as a producer's)."""
+        return _WorkerAdminListener(self._latest, name)
 
     def snapshots(self) -> list[ClientStats]:
         return list(dict(self._latest).values())  # a C-level copy: safe while they change
@@ -227,10 +265,18 @@ class _WorkerClientListener(_Listener):
         return f"The worker's clients of {self._name}"
 
 
+class _WorkerAdminListener(_WorkerClientListener):
+    __slots__ = ()
+
+    def _parse(self, stats_json: str) -> ClientStats | None:
+        return parse_admin_stats(stats_json)
+
+
 # --- Prometheus families, at scrape time ---------------------------------------------------
 
 ConsumerRead = Callable[[ConsumerStats], float | None]
 ProducerRead = Callable[[ProducerStats], float | None]
+AdminRead = Callable[[AdminStats], float | None]
 
 CONSUMER_METRICS: tuple[tuple[str, str, ConsumerRead], ...] = (
     ("records-lag-max", "The maximum lag in number of records over the partitions assigned "
@@ -248,6 +294,20 @@ PRODUCER_METRICS: tuple[tuple[str, str, ProducerRead], ...] = (
      "producer.", lambda s: s.bytes_sent),
     ("request-latency-avg", "The average request latency in ms over the last statistics "
      "interval.", lambda s: s.request_latency_avg_ms),
+)
+
+
+ADMIN_METRICS: tuple[tuple[str, str, AdminRead], ...] = (
+    ("request-total", "The total number of requests sent by this admin client.",
+     lambda s: s.requests),
+    ("response-total", "The total number of responses received by this admin client.",
+     lambda s: s.responses),
+    ("outgoing-byte-total", "The total number of bytes sent to the brokers by this admin "
+     "client.", lambda s: s.bytes_sent),
+    ("incoming-byte-total", "The total number of bytes received from the brokers by this "
+     "admin client.", lambda s: s.bytes_received),
+    ("connection-count", "The current number of active connections to brokers.",
+     lambda s: s.connections),
 )
 
 
@@ -280,6 +340,7 @@ def client_families(tasks: Iterable[TaskMetrics], worker_clients: Iterable[Clien
     found.sort(key=lambda f: f[0])
     consumers: list[Member] = [(v, s) for _, s, v in found if isinstance(s, ConsumerStats)]
     producers: list[Member] = [(v, s) for _, s, v in found if isinstance(s, ProducerStats)]
+    admins: list[Member] = [(v, s) for _, s, v in found if isinstance(s, AdminStats)]
     if consumers:
         yield from _simple(CONSUMER_PREFIX, CONSUMER_METRICS, consumers)
         lag = _family(CONSUMER_PREFIX, "records-lag", "The latest lag in number of records "
@@ -290,6 +351,8 @@ def client_families(tasks: Iterable[TaskMetrics], worker_clients: Iterable[Clien
         yield lag
     if producers:
         yield from _simple(PRODUCER_PREFIX, PRODUCER_METRICS, producers)
+    if admins:
+        yield from _simple(ADMIN_PREFIX, ADMIN_METRICS, admins)
 
 
 def _sink_consumer(m: TaskMetrics) -> ConsumerStats | None:

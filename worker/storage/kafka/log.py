@@ -12,9 +12,11 @@ puts exactly one record in each batch (``batch.num.messages=1``, harmless on Apa
 Kafka); end offsets then stay exact for everything this log writes.
 
 An optional ``stats_cb`` (a plain callable taking librdkafka's statistics JSON) is handed
-to both clients: librdkafka calls it every ``statistics.interval.ms`` of the client's
-config, from the calls that serve the client, i.e. on the log's two threads (the
-consumer's ``poll()``/``consume()``, the producer's ``poll()``). It must not raise.
+to the producer and the consumer, an optional ``admin_stats_cb`` to the admin client that
+reads the end offsets: librdkafka calls each every ``statistics.interval.ms`` of the
+client's config, from the calls that serve the client, i.e. on the log's two threads (the
+consumer's ``poll()``/``consume()``; the producer's ``poll()`` and, with
+``admin_stats_cb``, the admin client's ``poll(0)`` after it). They must not raise.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ class KafkaBasedLog:
     def __init__(self, topic: str, *, producer_config: Mapping[str, Any],
                  consumer_config: Mapping[str, Any], admin_config: Mapping[str, Any],
                  on_record: Callable[[LogRecord], None],
-                 stats_cb: Callable[[str], None] | None = None) -> None:
+                 stats_cb: Callable[[str], None] | None = None,
+                 admin_stats_cb: Callable[[str], None] | None = None) -> None:
         self.topic = topic
         self._on_record = on_record
         lib_log = logging.getLogger(f"{__name__}.librdkafka")
@@ -89,7 +92,9 @@ class KafkaBasedLog:
                                  "group.id": f"{consumer_config.get('client.id')}-{topic}",
                                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                                  "auto.offset.reset": "earliest", "enable.partition.eof": True}
-        self._admin_config = dict(admin_config)
+        self._admin_config = dict(admin_config) if admin_stats_cb is None \
+            else {**admin_config, "stats_cb": admin_stats_cb}
+        self._serve_admin = admin_stats_cb is not None
         self._producer: Producer | None = None
         self._admin: AdminClient | None = None
         self._partitions: list[int] = []
@@ -281,7 +286,10 @@ class KafkaBasedLog:
             producer = self._producer
             if producer is None:
                 return
+            admin = self._admin if self._serve_admin else None
             try:
                 producer.poll(_POLL_S)
+                if admin is not None:
+                    admin.poll(0)  # its statistics callback; results come on their own
             except Exception:  # only a callback can raise here; keep serving the others
-                log.exception("Error serving the producer of topic '%s'", self.topic)
+                log.exception("Error serving the clients of topic '%s'", self.topic)

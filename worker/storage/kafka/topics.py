@@ -210,6 +210,7 @@ class TopicBackedStore:
         self._listener: Callable[[Any], None] | None = None
         self._listening = False
         self._stats_cb: Callable[[str], None] | None = None
+        self._admin_stats_cb: Callable[[str], None] | None = None
         self._stats_interval_ms = 0
 
     @property
@@ -217,13 +218,15 @@ class TopicBackedStore:
         return self._spec.name
 
     def report_statistics(self, stats_cb: Callable[[str], None] | None,
-                          interval_ms: int) -> None:
-        """Before ``start()``: hand the log's producer and consumer ``stats_cb``, which
-        librdkafka calls with its statistics JSON every ``interval_ms`` (unless the
-        worker's ``producer.``/``consumer.`` ``statistics.interval.ms`` says otherwise;
-        ``0`` is none). It must never raise: it runs inside the log threads' client
-        calls."""
+                          interval_ms: int,
+                          admin_stats_cb: Callable[[str], None] | None = None) -> None:
+        """Before ``start()``: hand the log's producer and consumer ``stats_cb``, and its
+        admin client ``admin_stats_cb``, which librdkafka calls with its statistics JSON
+        every ``interval_ms`` (unless the worker's ``producer.``/``consumer.``/``admin.``
+        ``statistics.interval.ms`` says otherwise; ``0`` is none). Neither may raise:
+        they run inside the log threads' client calls."""
         self._stats_cb, self._stats_interval_ms = stats_cb, interval_ms
+        self._admin_stats_cb = admin_stats_cb
 
     def start(self) -> None:
         if self._log is not None:
@@ -236,10 +239,14 @@ class TopicBackedStore:
         if self._stats_cb is not None:
             for conf in clients.values():
                 conf.setdefault("statistics.interval.ms", self._stats_interval_ms)
+        if self._admin_stats_cb is not None:
+            # A copy: ensure_topic's admin client above is built for one call.
+            admin = {**admin}
+            admin.setdefault("statistics.interval.ms", self._stats_interval_ms)
         kafka_log = KafkaBasedLog(
             spec.name, admin_config=admin, on_record=self._on_record,
             producer_config=clients["producer"], consumer_config=clients["consumer"],
-            stats_cb=self._stats_cb)
+            stats_cb=self._stats_cb, admin_stats_cb=self._admin_stats_cb)
         kafka_log.start(self._timeout_s)
         self._log = kafka_log
         self._listening = True

@@ -1,10 +1,11 @@
 """worker.runtime.client_metrics beyond a task's own client: the dead letter queue's
-producer and, in distributed mode, the internal topics' producers and consumers.
+producer and, in distributed mode, the internal topics' producers, consumers and admin
+clients.
 
 The statistics documents are those of ``test_client_metrics`` (``librdkafka_stats``), with
-their ``client_id`` changed. Two tests run real librdkafka clients against the session's
-broker with ``statistics.interval.ms`` of 100 ms: a dead letter queue producer, and the
-status store's log.
+their ``client_id`` changed, and a real admin client's (``admin.json``). Two tests run real
+librdkafka clients against the session's broker with ``statistics.interval.ms`` of 100 ms:
+a dead letter queue producer, and the status store's log.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from worker.config.worker_config import DistributedConfig, WorkerConfig
 from worker.rest.routes.metrics import METRICS_REGISTRY
 from worker.runtime import kafka_clients
 from worker.runtime.client_metrics import (
+    AdminStats,
     ConsumerStats,
     DeadLetterQueueStatsListener,
     ProducerStats,
     WorkerClientStats,
     client_families,
+    parse_admin_stats,
     parse_stats,
 )
 from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
@@ -52,6 +55,7 @@ CONSUMED = "kafka_consumer_consumer_fetch_manager_metrics_records_consumed_total
 SENT = "kafka_producer_producer_metrics_record_send_total"
 SENT_BYTES = "kafka_producer_producer_metrics_outgoing_byte_total"
 LATENCY = "kafka_producer_producer_metrics_request_latency_avg"
+ADMIN = "kafka_admin_client_admin_client_metrics_"
 LOGGER = "worker.runtime.client_metrics"
 
 
@@ -232,6 +236,7 @@ def every_client() -> tuple[list[TaskMetrics], WorkerClientStats]:
     statuses = worker.listener("topic 'statuses'")
     statuses(document("producer", "connect-statuses-producer", txmsgs=5, tx_bytes=500))
     statuses(document("consumer", "connect-statuses-consumer", rxmsgs=5))
+    worker.admin_listener("topic 'statuses'")(document("admin", "connect-statuses-admin"))
     return [source, idle, sink], worker
 
 
@@ -244,7 +249,7 @@ def test_each_family_once_with_every_clients_samples_in_order() -> None:
     text = exposition(lambda: client_families(tasks, worker.snapshots()))
     # Each family declared once (one TYPE line), whatever the number of clients.
     types = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")]
-    assert len(types) == len(set(types)) == 7
+    assert len(types) == len(set(types)) == 12
     found = samples(text)
     # Internal clients first (empty connector and task), then by connector, task, client.
     assert found[SENT] == [
@@ -258,10 +263,37 @@ def test_each_family_once_with_every_clients_samples_in_order() -> None:
     # The lags: the sink's, read by its task; the status consumer stores no offsets.
     assert found[LAG] == [({**who("connector-consumer-sink-0", "sink", "0"),
                             "topic": "orders", "partition": "0"}, 30.0)]
+    # The status log's admin client: in its own families, not among the producers
+    # (librdkafka types its document as a producer's).
+    assert {name: rows for name, rows in found.items() if name.startswith(ADMIN)} == {
+        f"{ADMIN}request_total": [(who("connect-statuses-admin"), 6.0)],
+        f"{ADMIN}response_total": [(who("connect-statuses-admin"), 6.0)],
+        f"{ADMIN}outgoing_byte_total": [(who("connect-statuses-admin"), 365.0)],
+        f"{ADMIN}incoming_byte_total": [(who("connect-statuses-admin"), 591.0)],
+        f"{ADMIN}connection_count": [(who("connect-statuses-admin"), 1.0)]}
     # One label set per family, the same for every client.
     for name, rows in found.items():
         keys = {tuple(sorted(labels)) for labels, _ in rows}
         assert len(keys) == 1, (name, keys)
+
+
+def test_an_admin_clients_document_reads_as_an_admin_clients() -> None:
+    doc = json.loads(document("admin", "connect-configs-admin"))
+    assert doc["type"] == "producer"  # what librdkafka calls it
+    assert parse_admin_stats(json.dumps(doc)) == AdminStats(
+        "connect-configs-admin", requests=6, responses=6, bytes_sent=365,
+        bytes_received=591, connections=1)
+    # Only brokers of the cluster that are up count as connections: not librdkafka's
+    # bootstrap entry (node id -1), nor a broker that is down.
+    broker = next(iter(doc["brokers"].values()))
+    doc["brokers"] = {"bootstrap": {**broker, "nodeid": -1},
+                      "down": {**broker, "nodeid": 112, "state": "DOWN"},
+                      "up": {**broker, "nodeid": 113}}
+    del doc["tx"]
+    stats = parse_admin_stats(json.dumps(doc))
+    assert stats.connections == 1 and stats.requests is None
+    with pytest.raises(ValueError):
+        parse_admin_stats("[]")
 
 
 def test_the_order_does_not_depend_on_the_order_of_the_tasks() -> None:
@@ -313,14 +345,20 @@ def test_the_log_hands_the_callback_to_both_clients() -> None:
     def callback(stats_json: str) -> None:
         pass
 
+    def admin_callback(stats_json: str) -> None:
+        pass
+
     log = KafkaBasedLog("t", producer_config={}, consumer_config={"client.id": "c"},
-                        admin_config={}, on_record=lambda r: None, stats_cb=callback)
+                        admin_config={"client.id": "a"}, on_record=lambda r: None,
+                        stats_cb=callback, admin_stats_cb=admin_callback)
     assert log._producer_config["stats_cb"] is callback
     assert log._consumer_config["stats_cb"] is callback
+    assert log._admin_config == {"client.id": "a", "stats_cb": admin_callback}
     plain = KafkaBasedLog("t", producer_config={}, consumer_config={"client.id": "c"},
                           admin_config={}, on_record=lambda r: None)
     assert "stats_cb" not in plain._producer_config
     assert "stats_cb" not in plain._consumer_config
+    assert "stats_cb" not in plain._admin_config
 
 
 def started_log_configs(monkeypatch: pytest.MonkeyPatch, store: KafkaStatusBackingStore
@@ -346,13 +384,19 @@ def test_a_store_gives_its_clients_the_callback_and_the_interval(
     def callback(stats_json: str) -> None:
         pass
 
+    def admin_callback(stats_json: str) -> None:
+        pass
+
     store = KafkaStatusBackingStore(distributed_config())
-    store.report_statistics(callback, 5000)
+    store.report_statistics(callback, 5000, admin_callback)
     built = started_log_configs(monkeypatch, store)
     assert built["stats_cb"] is callback
+    assert built["admin_stats_cb"] is admin_callback
     assert built["producer_config"]["statistics.interval.ms"] == 5000
     assert built["consumer_config"]["statistics.interval.ms"] == 5000
+    assert built["admin_config"]["statistics.interval.ms"] == 5000
     assert built["producer_config"]["client.id"] == "connect-statuses-producer"
+    assert built["admin_config"]["client.id"] == "connect-statuses-admin"
 
 
 def test_the_workers_statistics_interval_wins_for_internal_clients(
@@ -367,9 +411,10 @@ def test_the_workers_statistics_interval_wins_for_internal_clients(
 def test_a_store_without_a_callback_builds_no_statistics(
         monkeypatch: pytest.MonkeyPatch) -> None:
     built = started_log_configs(monkeypatch, KafkaStatusBackingStore(distributed_config()))
-    assert built["stats_cb"] is None
+    assert built["stats_cb"] is None and built["admin_stats_cb"] is None
     assert "statistics.interval.ms" not in built["producer_config"]
     assert "statistics.interval.ms" not in built["consumer_config"]
+    assert "statistics.interval.ms" not in built["admin_config"]
 
 
 def build_distributed(monkeypatch: pytest.MonkeyPatch, **props: str) -> compose.Connect:
@@ -385,10 +430,13 @@ def test_a_distributed_worker_wires_its_stores_to_metrics(
     assert [s._stats_interval_ms for s in stores] == [5000, 5000, 5000]
     statuses = herder.kafka_status_store._stats_cb
     statuses(document("producer", "connect-statuses-producer", txmsgs=4))
+    herder.kafka_status_store._admin_stats_cb(document("admin", "connect-statuses-admin"))
     app: Any = connect.server._app  # what /metrics serves
     registry = getattr(app.state, METRICS_REGISTRY)
     text = generate_latest(registry).decode()
     assert f'{SENT}{{client_id="connect-statuses-producer",connector="",task=""}} 4.0' in text
+    assert f'{ADMIN}request_total{{client_id="connect-statuses-admin",connector="",task=""}} ' \
+           "6.0" in text
 
 
 def test_without_metrics_the_stores_build_no_statistics(
@@ -396,6 +444,7 @@ def test_without_metrics_the_stores_build_no_statistics(
     connect = build_distributed(monkeypatch, rest_metrics_enabled="false")
     herder: Any = connect.herder
     assert herder.kafka_status_store._stats_cb is None
+    assert herder.kafka_status_store._admin_stats_cb is None
 
 
 # --- real clients against the session's broker ---------------------------------------------
@@ -478,24 +527,33 @@ def test_a_real_dead_letter_queue_producer_reports_its_sends(kafka_bootstrap: st
 def test_a_real_status_store_reports_its_clients(kafka_bootstrap: str) -> None:
     worker_clients = WorkerClientStats()
     store = KafkaStatusBackingStore(distributed_config(kafka_bootstrap))
-    store.report_statistics(worker_clients.listener(f"topic '{store.topic}'"), 100)
+    name = f"topic '{store.topic}'"
+    store.report_statistics(worker_clients.listener(name), 100,
+                            worker_clients.admin_listener(name))
     store.start()
+    clients = {"connect-statuses-producer", "connect-statuses-consumer",
+               "connect-statuses-admin"}
     try:
         def by_id() -> dict[str, Any]:
             return {s.client_id: s for s in worker_clients.snapshots()}
 
-        # The log's threads serve both clients: nothing to call here.
-        wait_for(lambda: {"connect-statuses-producer", "connect-statuses-consumer"}
-                 <= set(by_id()), lambda: None, "both clients' statistics")
+        # The log's threads serve the three clients: nothing to call here.
+        wait_for(lambda: clients <= set(by_id()), lambda: None, "the clients' statistics")
         before = by_id()["connect-statuses-producer"].records_sent or 0
+        admin = by_id()["connect-statuses-admin"]
+        assert isinstance(admin, AdminStats) and admin.connections >= 1
+        asked = admin.requests or 0
         store.put_task(TaskStatus(TaskId("c", 0), State.RUNNING, "w:8083"))
+        store.refresh()  # asks the admin client for the end offsets
 
         def moved() -> bool:
-            clients = by_id()
-            return (clients["connect-statuses-producer"].records_sent or 0) >= before + 1 \
-                and (clients["connect-statuses-consumer"].records_consumed or 0) >= 1
+            found = by_id()
+            return (found["connect-statuses-producer"].records_sent or 0) >= before + 1 \
+                and (found["connect-statuses-consumer"].records_consumed or 0) >= 1 \
+                and (found["connect-statuses-admin"].requests or 0) > asked
 
-        wait_for(moved, lambda: None, "record-send-total and records-consumed-total to move")
+        wait_for(moved, lambda: None,
+                 "record-send-total, records-consumed-total and request-total to move")
         consumer = by_id()["connect-statuses-consumer"]
         assert isinstance(consumer, ConsumerStats)
         assert consumer.lags == ()  # the log stores and commits no offsets: no lag
@@ -504,3 +562,5 @@ def test_a_real_status_store_reports_its_clients(kafka_bootstrap: str) -> None:
     found = samples(exposition(lambda: client_families([], worker_clients.snapshots())))
     assert [labels for labels, _ in found[SENT]] == [who("connect-statuses-producer")]
     assert [labels for labels, _ in found[CONSUMED]] == [who("connect-statuses-consumer")]
+    assert [labels for labels, _ in found[f"{ADMIN}request_total"]] == \
+        [who("connect-statuses-admin")]
