@@ -33,6 +33,11 @@ tasks FAILED (and whether their traces name the file-descriptor limit), tasks RU
 ``--worker-env KEY=VALUE`` and ``--worker-prop KEY=VALUE`` (repeatable) add to the worker
 process's environment and to its properties.
 
+``--broker-cpu C`` pins the test broker's threads to CPU C and this script, and so the
+worker, the load generator and the raw clients it starts, to the other CPUs: the broker
+then no longer competes with the worker for its cores, as on a deployment where the
+brokers run elsewhere (Linux only).
+
 Run: ``.venv/bin/python tests/bench/bench_scale.py [--sizes 10,50,100,250,500]``; prints
 the table and writes ``tests/bench/results/scale.json`` (``--results`` to change).
 Targets (issue #19, 500 tasks): REST p99 ≤ 2× the stopped p99; ``?expand=status`` running
@@ -345,6 +350,16 @@ def print_table(rows: list[dict[str, Any]]) -> None:
               f"{row['raw']['cpu_pct']:>7.1f}%")
 
 
+def pin_broker(broker_pid: int, cpu: int) -> None:
+    """Every thread of the broker on ``cpu``; this process (and what it starts from now on)
+    on the other CPUs."""
+    others = set(range(os.cpu_count() or 1)) - {cpu}
+    assert others, "--broker-cpu needs a machine with more than one CPU"
+    for task in Path(f"/proc/{broker_pid}/task").iterdir():
+        os.sched_setaffinity(int(task.name), {cpu})
+    os.sched_setaffinity(0, others)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,50,100,250,500",
@@ -360,12 +375,17 @@ def main() -> None:
     parser.add_argument("--worker-prop", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra worker property, e.g. "
                              "consumer.statistics.interval.ms=0")
+    parser.add_argument("--broker-cpu", type=int, default=None,
+                        help="pin the broker to this CPU, everything else to the others")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp, EmbeddedBroker() as broker:
+        if args.broker_cpu is not None:
+            assert broker.pid is not None
+            pin_broker(broker.pid, args.broker_cpu)
         for n in sizes:
             print(f"--- {n} tasks", flush=True)
             rows.append(measure_size(broker.bootstrap_servers, n, args, Path(tmp),
