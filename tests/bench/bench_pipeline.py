@@ -11,11 +11,11 @@ Source paths (one-partition topic, 100-byte values):
   StringConverter, the JsonConverter (schemas off / on) and JsonConverter with two SMTs
   (HoistField$Value + InsertField$Value), and an ``offset.flush.interval.ms`` sweep (100 ms,
   1 s, 60 s) with the StringConverter. Timed from ``start_task`` (producer creation
-  included) until the stopped task's final offset commit returned: the task's first poll()
-  after the last line signals the benchmark, which stops the task; the stop waits for the
-  acknowledgement of every record sent and commits the last offset (which must be the
-  file's size). So the figure is "create to last acknowledged record". (The end offset of
-  the topic cannot serve: Tansu reports it per record batch, not per record.)
+  included) until the task's ``source-record-write-total`` reaches N, looked at every
+  5 ms: "create to last acknowledged record", read from the metrics (a scrape of the
+  collector must show N too). The task is then stopped; its final offset commit must
+  write the file's size. (The end offset of the topic cannot serve: Tansu reports it per
+  record batch, not per record.)
 - raw: a producer built from the worker's producer config sends N pre-built 100-byte values
   with one ``produce()`` per record (the loop a user writes), timed from creating it until
   ``flush()`` returned.
@@ -50,6 +50,7 @@ import argparse
 import gc
 import os
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -75,17 +76,25 @@ from worker.connectors.file_stream import (
 from worker.connectors.generator import SequenceGeneratorConnector, SequenceGeneratorTask
 from worker.plugins.registry import PluginType, builtin_registry
 from worker.runtime import kafka_clients
+from worker.runtime.metrics_collector import ConnectMetricsCollector
 from worker.runtime.worker import Worker
 from worker.storage.base import TargetState, TaskId
 from worker.storage.memory import MemoryOffsetBackingStore, MemoryStatusBackingStore
 from worker.testing import EmbeddedBroker
 from worker.util.collector import FIRST_GENERATION_THRESHOLD
 
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.support import wait_until  # noqa: E402
+
 RESULTS = Path(__file__).parent / "results" / "pipeline.json"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 VALUE_SIZE = 100
 TIMEOUT_S = 300.0
+#: How often the source rows look at source-record-write-total for their finish line.
+FINISH_POLL_S = 0.005
 
 
 class DrainedGeneratorTask(SequenceGeneratorTask):
@@ -395,17 +404,31 @@ def worker_file_source(bootstrap: str, topic: str, path: Path, size: int, record
     worker.start_task(task_id, connector_config, connector.task_configs(1)[0],
                       TargetState.STARTED)
     try:
-        if not cls.drained.wait(TIMEOUT_S):
-            raise TimeoutError(f"the file source read {cls.count} of {records} lines")
-        # The final commit waits for the acknowledgement of every record sent.
-        worker.stop_tasks([task_id])
+        # The finish line: the last record acknowledged, as the task's
+        # source-record-write-total says (the task loop counts acknowledgements after each
+        # poll(), every 10 ms once the file is drained).
+        metrics = worker.tasks[task_id].metrics
+        wait_until(lambda: metrics.write_total >= records, timeout=TIMEOUT_S,
+                   interval=FINISH_POLL_S,
+                   message=lambda: f"{metrics.write_total} of {records} acknowledged")
         end = time.perf_counter()
+        scraped = source_write_total(worker)
+        # The final commit on stop writes the last offset.
+        worker.stop_tasks([task_id])
         committed = offsets.get(name, [{"filename": str(path)}])
     finally:
         worker.stop()
+    assert scraped == records, (scraped, records)  # what /metrics serves
     assert list(committed.values()) == [{"position": size}], committed
     CPU[variant] = cls.cpu_s
     return end - started
+
+
+def source_write_total(worker: Worker) -> float:
+    """``source-record-write-total`` of the worker's one task, as /metrics serves it."""
+    families = ConnectMetricsCollector(worker, time.monotonic).collect()
+    return next(sample.value for family in families for sample in family.samples
+                if sample.name == "kafka_connect_source_task_metrics_source_record_write_total")
 
 
 def raw_file_consume(bootstrap: str, topic: str, records: int, out_path: Path) -> float:
