@@ -157,13 +157,13 @@ class CountingSinkConnector(SinkConnector):
 
 
 class DrainedFileSourceTask(FileStreamSourceTask):
-    """FileStreamSource, signalling when every line was read and handed to the worker:
-    the first poll() after the target-th line returns None at once and sets ``drained``
-    (the previous batch was then fully sent)."""
+    """FileStreamSource that, once every line was read and handed to the worker, notes its
+    thread's CPU time at the first poll() after the target-th line (the previous batch was
+    then fully sent) and from then on returns None every 10 ms."""
 
     target = 0
     count = 0
-    drained = threading.Event()
+    drained = False
     # CPU seconds of the task thread from its first poll() to the drained one: poll, the
     # worker's per-record work and the delivery reports it serves (not librdkafka's threads).
     cpu_start: float | None = None
@@ -174,9 +174,9 @@ class DrainedFileSourceTask(FileStreamSourceTask):
         if cls.cpu_start is None:
             cls.cpu_start = time.thread_time()
         if cls.count >= cls.target:
-            if not cls.drained.is_set():
+            if not cls.drained:
                 cls.cpu_s = time.thread_time() - cls.cpu_start
-            cls.drained.set()
+                cls.drained = True
             self._stopping.wait(0.01)
             return None
         records = super().poll()
@@ -398,8 +398,7 @@ def worker_file_source(bootstrap: str, topic: str, path: Path, size: int, record
     connector.start(connector_config)
     task_id = TaskId(name, 0)
     cls = DrainedFileSourceTask
-    cls.target, cls.count, cls.cpu_start = records, 0, None
-    cls.drained.clear()
+    cls.target, cls.count, cls.cpu_start, cls.drained = records, 0, None, False
     started = time.perf_counter()
     worker.start_task(task_id, connector_config, connector.task_configs(1)[0],
                       TargetState.STARTED)

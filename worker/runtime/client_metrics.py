@@ -121,15 +121,20 @@ def _request_latency_avg_ms(doc: dict[str, Any]) -> float:
     return total / count / 1000 if count else math.nan
 
 
+def _document(text: str | bytes) -> dict[str, Any]:
+    doc = json.loads(text)
+    if not isinstance(doc, dict):
+        raise ValueError("the statistics are not a JSON object")
+    return doc
+
+
 def parse_stats(text: str | bytes) -> ClientStats | None:
     """The snapshot of one librdkafka statistics document; None for another client type.
 
     Missing or mistyped fields are left out (None, or no lag); a document that is not a
     JSON object raises ``ValueError``.
     """
-    doc = json.loads(text)
-    if not isinstance(doc, dict):
-        raise ValueError("the statistics are not a JSON object")
+    doc = _document(text)
     client_id = str(doc.get("client_id", ""))
     kind = doc.get("type")
     if kind == "consumer":
@@ -143,9 +148,7 @@ def parse_stats(text: str | bytes) -> ClientStats | None:
 def parse_admin_stats(text: str | bytes) -> AdminStats:
     """The snapshot of one statistics document of an admin client; a document that is not
     a JSON object raises ``ValueError``."""
-    doc = json.loads(text)
-    if not isinstance(doc, dict):
-        raise ValueError("the statistics are not a JSON object")
+    doc = _document(text)
     up = sum(1 for broker in _dicts(doc.get("brokers"))
              if broker.get("state") == "UP" and _int(broker, "nodeid") not in (None, -1))
     return AdminStats(str(doc.get("client_id", "")), _int(doc, "tx"), _int(doc, "rx"),
