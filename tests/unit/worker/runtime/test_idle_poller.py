@@ -31,12 +31,14 @@ class FakeConsumer:
         self.pending: list[Any] = []
         self.error: BaseException | None = None
         self.calls: list[tuple[str, float]] = []
+        self.threads: set[threading.Thread] = set()  # that called consume()
         self.in_consume = threading.Event()
         self.release = threading.Event()
         self.release.set()
 
     def consume(self, _num: int = 1, timeout: float = -1) -> list[Any]:
         self.calls.append((threading.current_thread().name, timeout))
+        self.threads.add(threading.current_thread())
         self.in_consume.set()
         self.release.wait(5)
         if timeout > 0:
@@ -143,6 +145,7 @@ class BlockingCallbackConsumer(FakeConsumer):
 
     def consume(self, _num: int = 1, timeout: float = -1) -> list[Any]:
         if not self.in_callback.is_set():
+            self.callback_thread = threading.current_thread()
             self.in_callback.set()
             self.poller.hand_over()
             assert self.callback_may_end.wait(5)
@@ -162,12 +165,15 @@ def test_a_blocking_rebalance_callback_does_not_hold_up_the_other_consumers() ->
     assert other_wake.wait(5)
     poller.unpark(other_parking)
     assert other_parking.messages == ["m1"]
-    assert sum(t.name == "sink-idle-poller" for t in threading.enumerate()) == 2
+    # Two poller threads (other tests' pollers, which may still be ending, not counted).
+    serving = [t for t in other.threads if t is not slow.callback_thread]
+    assert len(serving) == 1 and slow.callback_thread.is_alive()
+    assert {t.name for t in (*serving, slow.callback_thread)} == {"sink-idle-poller"}
     slow.callback_may_end.set()
     poller.unpark(slow_parking)  # waits for the callback's consume() to return
     wait_until(lambda: not poller.running and not any(
-        t.name == "sink-idle-poller" for t in threading.enumerate()), timeout=5,
-        interval=0.01, message="both poller threads to end")
+        t.is_alive() for t in (*other.threads, *slow.threads, slow.callback_thread)),
+        timeout=5, interval=0.01, message="both poller threads to end")
 
 
 def test_hand_over_off_the_poller_thread_changes_nothing() -> None:
@@ -185,7 +191,7 @@ def test_one_thread_polls_many_consumers_in_turn() -> None:
     wait_until(lambda: all(c.poller_calls() >= 2 for c in consumers), timeout=5,
                interval=0.01, message="every parked consumer is polled")
     assert {name for c in consumers for name, _ in c.calls} == {"sink-idle-poller"}
-    assert sum(t.name == "sink-idle-poller" for t in threading.enumerate()) == 1
+    assert len({t for c in consumers for t in c.threads}) == 1  # one thread for all
     for parking in parkings:
         poller.unpark(parking)
     wait_until(lambda: not poller.running, timeout=5, interval=0.01,

@@ -90,12 +90,14 @@ def test_close_cancels_a_pending_trim_and_later_requests() -> None:
     trim, clock = Counting(), Clock()
     trimmer = MemoryTrimmer(settle_s=0.02, trim=trim, clock=clock)
     trimmer.request()
+    timer = trimmer._timer  # its own, not another test's worker's
+    assert timer is not None and timer.name == "memory-trim"
     trimmer.close()
     trimmer.request()
     clock.now += 1.0
     assert not trimmer.pending
-    wait_until(lambda: not any(t.name == "memory-trim" for t in threading.enumerate()),
-               timeout=5, interval=0.01, message="the cancelled timer's thread to end")
+    wait_until(lambda: not timer.is_alive(), timeout=5, interval=0.01,
+               message="the cancelled timer's thread to end")
     assert trim.calls == 0
 
 
