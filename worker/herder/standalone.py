@@ -10,6 +10,11 @@ As in Kafka's StandaloneHerder, a config write answers once the connector has ge
 task configs, so the returned ``ConnectorInfo`` lists the tasks. The connector computes them
 on its own thread; if it takes longer than ``TASK_CONFIGS_WAIT_S`` (e.g. a ``start()`` that
 hangs) the write answers anyway with the tasks stored so far, rather than hang the request.
+
+At start the stored connectors are started on the herder thread while the REST API already
+answers, as Kafka's REST server answers during startup: ``/health`` says ``starting``
+(503) until they all started (``mark_ready`` runs after them), and requests that need the
+herder thread wait for them.
 """
 
 from __future__ import annotations
@@ -57,8 +62,18 @@ class StandaloneHerder(ThreadedHerder):
         self._load_worker_config()  # before REST serves: it may hold the TLS settings
         self._thread.start()
         self._running = True
-        self._call(self._reconciler.reconcile)
+        # The stored connectors start on the herder thread while REST already answers, as
+        # Kafka's REST server does during startup: /health says "starting" (503) until
+        # mark_ready(), which runs after them; requests for the herder thread wait.
+        self._submit(self._start_stored_connectors)
+
+    def _start_stored_connectors(self) -> None:
+        self._reconciler.reconcile()
         log.info("Standalone herder started with %d connector(s)", len(self.connectors()))
+
+    def mark_ready(self) -> None:
+        """Ready once the stored connectors were started: queued behind them."""
+        self._submit(super().mark_ready)
 
     def stop(self) -> None:
         if not self._running:
