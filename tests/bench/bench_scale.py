@@ -17,7 +17,14 @@ the same worker):
   create to every connector and task RUNNING, and to every sink task assigned its
   partition (``partition-count`` on ``/metrics``; the test broker's first group join
   waits half the consumers' 45 s session timeout). The idle and load figures are taken
-  only after that, and ``--settle`` seconds more: steady state, not group joins.
+  only after that, and ``--settle`` seconds more: steady state, not group joins;
+- ``GET /metrics`` with every connector running: the median of 5 scrapes, and how many
+  series and kB a scrape holds;
+- with ``--restart``, a rolling restart's share: with every connector running, the
+  worker is stopped (SIGTERM) and started again on the same state and port; how long the
+  stop took, and from the new process's spawn to its REST API answering, to ``/health``
+  healthy, to every connector and task RUNNING and to every sink task assigned again.
+  The stopped figures are then taken on the restarted worker.
 
 Then, with every connector still STOPPED (the worker near 0 % CPU), the raw baseline of
 the same run: ``raw_clients.py`` builds the same N/2 producers and N/2 consumers on the same
@@ -178,6 +185,56 @@ def expand_status_ms(client: httpx.Client, rounds: int = 5) -> float:
     return round(statistics.median(times), 1)
 
 
+def scrape(client: httpx.Client, rounds: int = 5) -> dict[str, Any]:
+    """``GET /metrics`` as Prometheus scrapes it: the median time of ``rounds`` scrapes,
+    the series the last one held and its size."""
+    times, text = [], ""
+    for _ in range(rounds):
+        started = time.perf_counter()
+        response = client.get("/metrics")
+        times.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200, response.text
+        text = response.text
+    series = sum(len(family.samples) for family in text_string_to_metric_families(text))
+    return {"scrape_ms": round(statistics.median(times), 1), "series": series,
+            "kb": round(len(text.encode()) / 1024)}
+
+
+def answers(url: str) -> bool:
+    """``GET /`` answers 200 (the REST API serves, whatever ``/health`` says)."""
+    try:
+        return httpx.get(f"{url}/", timeout=1.0).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def restart(worker: WorkerProcess, names: list[str], n: int) -> dict[str, Any]:
+    """Stop the worker gracefully (SIGTERM) with every connector running, start it again
+    on the same state and port: how long the stop took, and from the new process's spawn
+    until its REST API answered, ``/health`` said healthy (the stored connectors
+    started), every connector and task was RUNNING again, and every sink task had its
+    partition back."""
+    started = time.monotonic()
+    code = worker.stop(timeout=120)
+    assert code == 0, f"the worker exited with {code} on SIGTERM"
+    stopped = time.monotonic()
+    worker.launch()
+    wait_until(lambda: answers(worker.url), timeout=300, interval=0.05,
+               message="the restarted worker's REST API answers")
+    up = time.monotonic()
+    worker.wait_started(timeout=300)  # /health 200: the stored connectors started
+    healthy = time.monotonic()
+    client = worker.client
+    wait_until(lambda: all_in(client, names, "RUNNING", "RUNNING"), timeout=600,
+               interval=0.5, message=f"{n} connectors RUNNING after the restart")
+    running = time.monotonic()
+    wait_until(lambda: sinks_assigned(client, n // 2), timeout=600, interval=1.0,
+               message=f"{n // 2} sink tasks assigned after the restart")
+    return {"shutdown_s": round(stopped - started, 1), "rest_up_s": round(up - stopped, 1),
+            "healthy_s": round(healthy - stopped, 1), "running_s": round(running - stopped, 1),
+            "assigned_s": round(time.monotonic() - stopped, 1)}
+
+
 def states(client: httpx.Client) -> dict[str, tuple[str, list[str]]]:
     body = client.get("/connectors?expand=status", timeout=120).json()
     return {name: (info["status"]["connector"]["state"],
@@ -257,7 +314,11 @@ def measure_size(broker: str, n: int, args: argparse.Namespace, work: Path,
                           **cpu_percent(worker.pid, args.idle, broker_pid),
                           "expand_status_ms": expand_status_ms(client),
                           "load": http_load(f"{worker.url}/connectors/{names[0]}/status",
-                                            args.duration)}
+                                            args.duration),
+                          "metrics": scrape(client)}
+        if args.restart:
+            row["restart"] = restart(worker, names, n)
+            client = worker.client
         for name in names:
             assert client.put(f"/connectors/{name}/stop").status_code == 204
         wait_until(lambda: all_in(client, names, "STOPPED", None), timeout=600, interval=0.5,
@@ -348,6 +409,18 @@ def print_table(rows: list[dict[str, Any]]) -> None:
               f"{stop['threads']:>8} {run['rss_mb']:>6.0f}MB {run['fds']:>8} {stop['fds']:>8} "
               f"{row['running_after_s']:>7.1f}s {run.get('broker_cpu_pct', 0):>6.1f}% "
               f"{row['raw']['cpu_pct']:>7.1f}%")
+    print(f"{'tasks':>6} {'scrape':>9} {'series':>7} {'kB':>6} {'shutdown':>9} {'REST up':>8} "
+          f"{'healthy':>8} {'RUNNING':>8} {'assigned':>9}")
+    for row in rows:
+        if "running" not in row:
+            continue
+        scraped, again = row["running"]["metrics"], row.get("restart")
+        restarted = (f"{again['shutdown_s']:>8.1f}s {again['rest_up_s']:>7.1f}s "
+                     f"{again.get('healthy_s', again['running_s']):>7.1f}s "
+                     f"{again['running_s']:>7.1f}s {again['assigned_s']:>8.1f}s"
+                     if again else f"{'-':>9} {'-':>8} {'-':>8} {'-':>8} {'-':>9}")
+        print(f"{row['tasks']:>6} {scraped['scrape_ms']:>7.1f}ms {scraped['series']:>7} "
+              f"{scraped['kb']:>6} {restarted}")
 
 
 def pin_broker(broker_pid: int, cpu: int) -> None:
@@ -377,6 +450,8 @@ def main() -> None:
                              "consumer.statistics.interval.ms=0")
     parser.add_argument("--broker-cpu", type=int, default=None,
                         help="pin the broker to this CPU, everything else to the others")
+    parser.add_argument("--restart", action="store_true",
+                        help="also restart the worker with every connector running")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
