@@ -71,7 +71,8 @@ class Connect:
     ``GET /health`` reports ``starting`` (503) until the worker is ready: at the end of
     ``start()``, or — with ``start(ready=False)``, as the CLI does — once ``mark_ready()``
     is called after the command-line connectors were created (Kafka's standalone
-    readiness).
+    readiness). A standalone herder starts its stored connectors on its own thread while
+    REST already serves, and becomes ready only after them.
     """
 
     config: WorkerConfig
