@@ -375,8 +375,9 @@ class DistributedHerder(ThreadedHerder):
                     raise
                 time.sleep(TICK_S)  # the herder thread clears _stable on its next tick
 
-    def _write(self, fn: Callable[[], T]) -> T:
-        """Run a write on the herder thread, as the leader of a stable group."""
+    def _write(self, fn: Callable[[], T], connector: str | None = None) -> T:
+        """Run a write on the herder thread, as the leader of a stable group (what runs
+        follows once the write comes back through the config topic)."""
         def checked() -> T:
             self._require_leader()
             return fn()

@@ -89,20 +89,21 @@ class StandaloneHerder(ThreadedHerder):
 
     # --- how a write is carried out --------------------------------------------------------
 
-    def _write(self, fn: Callable[[], T]) -> T:
-        return self._call(lambda: self._reconciled(fn))
+    def _write(self, fn: Callable[[], T], connector: str | None = None) -> T:
+        return self._call(lambda: self._reconciled(fn, connector))
 
-    def _reconciled(self, fn: Callable[[], T]) -> T:
-        """Herder thread: ``fn``, then reconcile, so that what runs follows the write."""
+    def _reconciled(self, fn: Callable[[], T], connector: str | None = None) -> T:
+        """Herder thread: ``fn``, then reconcile (``connector`` alone, if the write was to
+        that one only), so that what runs follows the write."""
         result = fn()
-        self._reconciler.reconcile()
+        self._reconciler.reconcile(connector)
         return result
 
     def _config_write(self, name: str, store: Callable[[], bool]) -> Created:
         # The answer waits for the task configs (see the module docstring): the future that
         # tells is taken on the herder thread, right after the reconcile that created it.
         def write() -> tuple[bool, Future[None] | None]:
-            created = self._reconciled(store)
+            created = self._reconciled(store, name)
             return created, self._reconciler.task_configs_applied.get(name)
         created, applied = self._call(write)
         return Created(created, self._info_after_task_configs(name, applied))

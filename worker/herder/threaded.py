@@ -133,19 +133,20 @@ class ThreadedHerder(AbstractHerder):
     # --- how a write is carried out: the subclass's part ------------------------------------
 
     @abstractmethod
-    def _write(self, fn: Callable[[], T]) -> T:
+    def _write(self, fn: Callable[[], T], connector: str | None = None) -> T:
         """Carry out ``fn``, which checks and writes the config store, as this herder's
         writes are: on the herder thread, where the store may be written (standalone: then
-        reconcile; distributed: only as the leader of a stable group, else NotLeaderError
-        or, after ``REBALANCE_WAIT_S``, RebalanceNeededError). Returns what ``fn`` returns;
-        raises what it raises."""
+        reconcile, only ``connector`` when the write is to that connector alone;
+        distributed: only as the leader of a stable group, else NotLeaderError or, after
+        ``REBALANCE_WAIT_S``, RebalanceNeededError). Returns what ``fn`` returns; raises
+        what it raises."""
 
     def _config_write(self, name: str, store: Callable[[], bool]) -> Created:
         """Carry out ``store``, which writes the connector config of ``name`` and says
         whether that created the connector, as a write; answer with the connector as the
         write left it. A herder whose answer must wait for the task configs overrides this.
         """
-        return self._write(lambda: Created(store(), self.connector_info(name)))
+        return self._write(lambda: Created(store(), self.connector_info(name)), name)
 
     def _store_target_state(self, name: str, target: TargetState) -> None:
         """Herder thread, inside a write: store the target state of ``name``."""
@@ -212,7 +213,7 @@ class ThreadedHerder(AbstractHerder):
         def delete() -> None:
             self._snapshot_with(name)
             self.config_store.remove_connector_config(name)
-        self._write(delete)
+        self._write(delete, name)
 
     def pause_connector(self, name: str) -> None:
         self._set_target(name, TargetState.PAUSED)
@@ -227,7 +228,7 @@ class ThreadedHerder(AbstractHerder):
         def set_target() -> None:
             self._snapshot_with(name)
             self._store_target_state(name, target)
-        self._write(set_target)
+        self._write(set_target, name)
 
     # --- restarts ---------------------------------------------------------------------------
 
@@ -241,7 +242,7 @@ class ThreadedHerder(AbstractHerder):
         def restart() -> ConnectorStateInfo:
             self._snapshot_with(name)
             return self._restart_connector_and_tasks(name, include_tasks, only_failed)
-        return self._write(restart)
+        return self._write(restart, name)
 
     def restart_task(self, task: TaskId) -> None:
         self._call(lambda: self._restart_here(task.connector, task))
@@ -258,7 +259,7 @@ class ThreadedHerder(AbstractHerder):
             self._reconciler.restart_tasks.add(task)
         else:
             self._reconciler.restart_connectors.add(name)
-        self._reconciler.reconcile()
+        self._reconciler.reconcile(name)
 
     def _queue_restarts(self, name: str, connector: bool,
                         tasks: Mapping[TaskId, TaskStatus | None], only_failed: bool) -> None:

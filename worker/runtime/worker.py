@@ -229,8 +229,10 @@ class Worker:
             self.memory.request()
 
     def set_task_target(self, task_id: TaskId, target: TargetState) -> None:
+        """Only a change reaches the task: every reconcile pass sets every task's target,
+        and a transition wakes the task (a parked sink leaves its poller)."""
         worker_task = self.tasks.get(task_id)
-        if worker_task is not None:
+        if worker_task is not None and worker_task.target_state is not target:
             worker_task.transition_to(target)
 
     def forget_active_topics(self, connector: str) -> None:
