@@ -57,7 +57,7 @@ class Recorded:
     def rejoin(self) -> None:
         self.rejoins += 1
 
-    def reconcile(self) -> None:
+    def reconcile(self, only: str | None = None) -> None:
         self.reconciles += 1
 
 

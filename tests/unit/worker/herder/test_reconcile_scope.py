@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support import wait_until
-from tests.unit.worker.herder.conftest import new_standalone_herder
+from tests.unit.worker.herder.conftest import GENERATOR, new_standalone_herder
 from worker.config.worker_config import WorkerConfig
 from worker.herder.standalone import StandaloneHerder
 from worker.plugins.registry import builtin_registry
@@ -17,15 +17,10 @@ from worker.runtime.worker import Worker
 from worker.storage.base import TargetState, TaskId
 from worker.storage.memory import MemoryOffsetBackingStore, MemoryStatusBackingStore
 
-GENERATOR = {"connector.class": "SequenceGenerator", "topic": "t", "tasks.max": "1"}
-
 
 @pytest.fixture
 def herder() -> Iterator[StandaloneHerder]:
-    herder = new_standalone_herder()
-    for name in ("a", "b", "c"):
-        herder.config_store.put_connector_config(name, GENERATOR)
-        herder.config_store.put_target_state(name, TargetState.STOPPED)
+    herder = new_standalone_herder(stored=["a", "b", "c"])
     herder.start()
     try:
         yield herder

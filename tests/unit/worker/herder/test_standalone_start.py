@@ -6,17 +6,13 @@ from __future__ import annotations
 import threading
 
 from tests.support import wait_until
-from tests.unit.worker.herder.conftest import new_standalone_herder
+from tests.unit.worker.herder.conftest import GENERATOR, new_standalone_herder
 from worker.storage.base import State, TargetState
-
-GENERATOR = {"connector.class": "SequenceGenerator", "topic": "t", "tasks.max": "1"}
 
 
 def test_start_returns_before_the_stored_connectors_start_and_health_waits_for_them(
         ) -> None:
-    herder = new_standalone_herder()
-    herder.config_store.put_connector_config("stored", GENERATOR)
-    herder.config_store.put_target_state("stored", TargetState.STOPPED)
+    herder = new_standalone_herder(stored=["stored"])
     # Hold the startup reconcile (the herder thread's first request) until released.
     release = threading.Event()
     reconcile = herder._reconciler.reconcile
@@ -44,9 +40,7 @@ def test_start_returns_before_the_stored_connectors_start_and_health_waits_for_t
 
 
 def test_a_write_during_startup_runs_after_the_stored_connectors() -> None:
-    herder = new_standalone_herder()
-    herder.config_store.put_connector_config("stored", GENERATOR)
-    herder.config_store.put_target_state("stored", TargetState.STOPPED)
+    herder = new_standalone_herder(stored=["stored"])
     herder.start()
     try:
         created = herder.put_connector_config(
