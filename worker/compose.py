@@ -60,7 +60,7 @@ from worker.util.secrets import install_log_redaction
 log = logging.getLogger(__name__)
 
 CLUSTER_ID_TIMEOUT_S = 30.0
-_DISCOVERY_KEYS = ("plugin.path", "plugin.discovery")
+_DISCOVERY_KEYS = ("plugin.path", "plugin.discovery", "plugin.import.packages")
 
 
 @dataclass
@@ -166,7 +166,7 @@ def rest_server(app: FastAPI, config: WorkerConfig) -> RestServer:
     admin = config.get("admin.listeners")
     return RestServer(app, config.listeners,
                       admin_listeners=None if admin is None else list(admin),
-                      tls_config=config.originals)
+                      tls_config=config.originals, limits=config.rest_limits)
 
 
 def check_worker_converters(config: WorkerConfig, registry: PluginRegistry) -> None:
@@ -190,17 +190,20 @@ def discover_plugins(config: WorkerConfig | Mapping[str, str]) -> PluginRegistry
 
     Given the worker properties as written, it runs before the ``WorkerConfig`` exists, as
     Kafka's does: the config providers the properties name may come from ``plugin.path``
-    (the command-line tools pass the registry to both). Those two keys are read as written.
+    (the command-line tools pass the registry to both). Those keys are read as written;
+    ``plugin.import.packages`` widens which modules import paths may import.
     """
     if isinstance(config, WorkerConfig):
         path, mode = config.get("plugin.path"), config.get("plugin.discovery")
+        packages = config.get("plugin.import.packages")
     else:
         try:
             values = COMMON.parse({k: v for k, v in config.items() if k in _DISCOVERY_KEYS})
         except ConfigException as exc:
             raise ConfigError(exc.name, exc.reason) from exc
         path, mode = values["plugin.path"], values["plugin.discovery"]
-    return discover(path, str(mode)).registry
+        packages = values["plugin.import.packages"]
+    return discover(path, str(mode), import_packages=packages).registry
 
 
 def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None = None
@@ -281,7 +284,8 @@ def rest_layer(config: WorkerConfig, registry: PluginRegistry, herder: AbstractH
     and admin authorization; a ConfigError closes the extensions built until then."""
     security = rest_security(config, registry, herder, worker_id(config))
     try:
-        app = create_app(herder, security, metrics)
+        app = create_app(herder, security, metrics, config.rest_limits,
+                         docs=config.get("rest.docs.enabled"))
         return app, rest_server(app, config), security
     except BaseException:
         security.close()

@@ -13,6 +13,8 @@ third-party exceptions (``KafkaException``, ``SQLAlchemyError``, ...) into these
     ├── AlreadyExistsError            409  duplicate create
     ├── BadRequestError               400  malformed or invalid input
     │   └── ConfigValidationError     400  a config failed validation (carries the errors)
+    ├── RequestTimeoutError           408  a request's body arrived too slowly
+    ├── PayloadTooLargeError          413  a request's body is over its route's limit
     ├── ConflictError                 409  the request races a rebalance / another write
     ├── ForbiddenError                403  a setting forbids the operation
     ├── RequestTargetError            409  another worker must serve this (REST forwards it)
@@ -63,6 +65,18 @@ class ConfigValidationError(BadRequestError):
     def __init__(self, message: str, errors: dict[str, list[str]] | None = None) -> None:
         super().__init__(message)
         self.errors = errors or {}
+
+
+class RequestTimeoutError(ConnectError):
+    """A request's body did not arrive within ``rest.request.body.timeout.ms``."""
+
+    status_code = 408
+
+
+class PayloadTooLargeError(ConnectError):
+    """A request's body is larger than its route's limit (``rest.request.body.*``)."""
+
+    status_code = 413
 
 
 class ConflictError(ConnectError):

@@ -32,6 +32,7 @@ from worker.config.providers import (
     has_placeholders,
     provider_names,
 )
+from worker.config.rest_limits import REST_LIMITS, RestLimits
 from worker.errors import ConfigError
 from worker.util.props import strip_prefix
 from worker.util.secrets import KNOWN_SECRETS
@@ -92,6 +93,16 @@ def _admin_listeners(name: str, value: Any) -> None:
                               "list.")
 
 
+def _package_names(name: str, value: Any) -> None:
+    # plugin.import.packages: dotted Python package names (a typo must not pass silently).
+    bad = [entry for entry in value
+           if not entry or not all(part.isidentifier() for part in entry.split("."))]
+    if bad:
+        raise ConfigException(name, ",".join(value),
+                              "Entries must be Python package names such as acme_connect "
+                              "or acme.connect")
+
+
 COMMON = (
     ConfigDef()
     .define("bootstrap.servers", Type.LIST, "localhost:9092", Importance.HIGH,
@@ -141,6 +152,15 @@ COMMON = (
             "about plugins without one; hybrid_fail refuses to start then; service_load "
             "reads manifests only and imports a plugin when it is used.",
             validator=one_of("only_scan", "hybrid_warn", "hybrid_fail", "service_load"))
+    .define("plugin.import.packages", Type.LIST, "", Importance.LOW,
+            "Python packages of the worker's environment (dotted names, comma-separated) "
+            "whose classes connector configs and worker properties may name by import path "
+            "without a manifest. Import paths resolve only to registered plugins, to classes "
+            "of the packages of installed plugin distributions (those declaring "
+            "connect_plane.* entry points) and of these packages: a module is imported only "
+            "inside them, since importing runs its code (docs/plugins.md; connect-plane "
+            "setting).",
+            validator=_package_names)
     .define("topic.tracking.enable", Type.BOOLEAN, True, Importance.LOW,
             "Record the topics each connector uses (KIP-558).")
     .define("topic.tracking.allow.reset", Type.BOOLEAN, True, Importance.LOW,
@@ -178,13 +198,16 @@ COMMON = (
             "Serve the worker's metrics in Prometheus text format on /metrics of the REST "
             "listeners (not on admin.listeners); false answers 404 (connect-plane setting, "
             "docs/metrics.md).")
+    .define("rest.docs.enabled", Type.BOOLEAN, True, Importance.LOW,
+            "Serve /docs (Swagger UI) and /redoc over /openapi.json, from the installed "
+            "package's assets (no CDN); false answers 404 there (connect-plane setting).")
     .define("exactly.once.source.support", Type.STRING, "disabled", Importance.HIGH,
             "Whether to enable exactly-once support for source connectors (KIP-618; a "
             "distributed-mode key in Kafka, checked in both modes here). "
             "This worker does not implement it: 'disabled' and 'preparing' (which changes "
             "nothing here) are accepted, 'enabled' is refused rather than silently running "
             "source connectors at least once.", validator=_exactly_once_source_support)
-)
+).merge(REST_LIMITS)
 
 STANDALONE = COMMON.merge(
     ConfigDef()
@@ -319,7 +342,8 @@ class WorkerConfig:
             raise
         # Resolving remembered the secrets known by name; these are the PASSWORD-typed.
         KNOWN_SECRETS.add_config(self.originals,
-                                 {k.name: k.type for k in self.definition.keys.values()})
+                                 {k.name: k.type for k in self.definition.keys.values()},
+                                 pin=True)
         try:
             self._check_client_keys()
         except BaseException:
@@ -392,6 +416,11 @@ class WorkerConfig:
     @property
     def listeners(self) -> list[str]:
         return list(self.get("listeners"))
+
+    @property
+    def rest_limits(self) -> RestLimits:
+        """What one REST request and connection may cost (``worker.config.rest_limits``)."""
+        return RestLimits.from_values(self.get)
 
 
 class StandaloneConfig(WorkerConfig):

@@ -16,10 +16,13 @@ from fastapi import FastAPI
 from prometheus_client.registry import CollectorRegistry
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from worker.config.rest_limits import RestLimits
 from worker.errors import RequestTargetError
 from worker.herder.base import Herder
+from worker.rest.body_limits import BodyCacheMiddleware, BodyLimitMiddleware
+from worker.rest.docs import install_docs
 from worker.rest.errors import error_response, install_error_handlers
-from worker.rest.forward import BodyCacheMiddleware, forward_request
+from worker.rest.forward import forward_request
 from worker.rest.openapi import remove_validation_errors
 from worker.rest.routes import (
     admin,
@@ -135,16 +138,24 @@ class RequestLogMiddleware:
 
 
 def create_app(herder: Herder, security: RestSecurity | None = None,
-               metrics_registry: CollectorRegistry | None = None) -> FastAPI:
+               metrics_registry: CollectorRegistry | None = None,
+               limits: RestLimits | None = None, *, docs: bool = True) -> FastAPI:
     """The REST application for ``herder``: Connect's resources, errors and OpenAPI; with
     ``security``, its REST extensions' middleware and admin authorization; with
-    ``metrics_registry``, ``/metrics`` serving it (``rest.metrics.enabled``)."""
+    ``metrics_registry``, ``/metrics`` serving it (``rest.metrics.enabled``). ``limits``
+    bound request bodies (``worker.rest.body_limits``); ``docs`` serves ``/docs`` and
+    ``/redoc`` from the installed package's assets (``rest.docs.enabled``)."""
+    limits = limits or RestLimits()
     app = ConnectAPI(
         title=TITLE,
         description="Apache Kafka Connect 4.x compatible REST API served by connect-plane.",
         # Connect matches "/connectors/" and "/connectors" alike; see TrailingSlashMiddleware.
         redirect_slashes=False,
+        # Not FastAPI's pages: they load their scripts from a CDN (worker.rest.docs).
+        docs_url=None, redoc_url=None,
     )
+    if docs:
+        install_docs(app)
     app.state.herder = herder
     app.state.security = security
     for module in (root, connectors, connector_offsets, connector_topics, connector_plugins,
@@ -156,13 +167,15 @@ def create_app(herder: Herder, security: RestSecurity | None = None,
     install_error_handlers(app)
     # Distributed mode: requests another worker must serve are replayed there.
     app.add_exception_handler(RequestTargetError, forward_request)
-    app.add_middleware(BodyCacheMiddleware)
+    app.add_middleware(BodyCacheMiddleware, limits=limits)
     if security is not None:
         # Outside the body cache (an unauthenticated body is never read), inside the
         # listener rules and the path normalization.
         security.install(app)
     # Inside TrailingSlashMiddleware: decides on the normalized path.
     app.add_middleware(AdminListenerMiddleware)
+    # Before authentication and any read: a declared body over its route's limit.
+    app.add_middleware(BodyLimitMiddleware, limits=limits)
     # Added last = outermost: log every request, including those answered by the
     # catch-all error middleware, and normalize the path before anything routes on it.
     app.add_middleware(TrailingSlashMiddleware)

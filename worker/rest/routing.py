@@ -10,9 +10,9 @@ that no handler has to:
 * documents the error statuses every route of a kind can answer, so that
   ``/openapi.json`` lists them without each decorator repeating them: 500 for an
   unexpected failure; for a route with a body, 415 (not JSON) and ``BODY_ERROR_STATUS``
-  (malformed or mis-shaped JSON); 404 for a parameter that may not convert (``task: int``).
-  A status the route declares itself keeps its description, with the shared meanings
-  appended.
+  (malformed or mis-shaped JSON), 413 and 408 (``worker.rest.body_limits``); 404 for a
+  parameter that may not convert (``task: int``). A status the route declares itself keeps
+  its description, with the shared meanings appended.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ UNEXPECTED = "unexpected failure (e.g. a backing store failed or the herder time
 MALFORMED_BODY = "the request body is not valid JSON or does not fit the schema"
 NOT_JSON = "the request body is not sent as JSON (Content-Type)"
 UNCONVERTIBLE = "a path or query parameter that does not convert to its type"
+TOO_LARGE = "the request body is larger than its route's limit (rest.request.body.*)"
+TOO_SLOW = "the request body did not arrive within rest.request.body.timeout.ms"
 
 
 def run_off_loop(handler: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
@@ -80,6 +82,11 @@ class ConnectRoute(APIRoute):
         if self.body_field is not None:
             errors.setdefault(415, []).append(NOT_JSON)
             errors.setdefault(BODY_ERROR_STATUS, []).append(MALFORMED_BODY)
+        if self.body_field is not None or "requestBody" in (self.openapi_extra or {}):
+            # A body FastAPI parses, or one the route reads itself (then 415 is its own).
+            # worker.rest.body_limits, for a body FastAPI parses or the route reads itself.
+            errors.setdefault(413, []).append(TOO_LARGE)
+            errors.setdefault(408, []).append(TOO_SLOW)
         params = self.dependant.path_params + self.dependant.query_params
         if any(_may_not_convert(param.field_info.annotation) for param in params):
             errors.setdefault(404, []).append(UNCONVERTIBLE)

@@ -36,10 +36,12 @@ import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker.config.reconfigurable import Reconfigurable
+from worker.config.rest_limits import RestLimits
 from worker.errors import ConfigError, ConnectError
 from worker.rest.app import LISTENER_ROLE_KEY, ListenerRole
 from worker.rest.executor import DaemonThreadPool
 from worker.rest.forward import FORWARDER_KEY, ForwardingClient
+from worker.rest.http_limits import BoundedHttpProtocol, ConnectionSlots, bounded_protocol
 from worker.rest.security.tls_scope import TlsScopeProtocol
 from worker.rest.tls import ADMIN_PREFIX, LISTENERS_PREFIX, ServedListener
 from worker.rest.tls_reload import ListenerTls
@@ -176,16 +178,21 @@ class RestServer(Reconfigurable):
     empty list nowhere, else only there. ``tls_config`` is the worker configuration the
     ``ssl.*`` settings are read from (resolved values); the TLS contexts are built here, so
     a bad keystore fails construction with a ConfigError naming the key. Without it an
-    https listener cannot start. ``startup_timeout`` bounds :meth:`start`;
-    ``shutdown_timeout`` bounds how long :meth:`stop` lets in-flight requests finish.
+    https listener cannot start. ``limits`` bound each connection's request line, headers and
+    header time, and the connections open over all listeners (``worker.rest.http_limits``).
+    ``startup_timeout`` bounds :meth:`start`; ``shutdown_timeout`` bounds how long
+    :meth:`stop` lets in-flight requests finish.
     """
 
     def __init__(self, app: ASGIApp, listeners: Iterable[str], *,
                  admin_listeners: Iterable[str] | None = None,
                  tls_config: Mapping[str, str] | None = None,
+                 limits: RestLimits | None = None,
                  access_log: bool = False, startup_timeout: float = 10.0,
                  shutdown_timeout: float = 10.0) -> None:
         self._app = app
+        self._limits = limits or RestLimits()
+        self._slots = ConnectionSlots(self._limits.max_connections)
         self._listeners = parse_listeners(listeners)
         admins = (None if admin_listeners is None
                   else parse_listeners(admin_listeners, "admin.listeners", allow_none=True))
@@ -281,8 +288,10 @@ class RestServer(Reconfigurable):
             lifespan="off",  # the composition root owns start/stop of the herder
             timeout_graceful_shutdown=max(1, int(self._shutdown_timeout)),
             ssl_context_factory=(lambda _config, _default: context) if context else None,
-            # uvicorn's protocol, plus the client certificate in the scope.
-            http=TlsScopeProtocol if context else "auto",
+            # Bounded (worker.rest.http_limits); https also puts the client certificate in
+            # the scope.
+            http=bounded_protocol(TlsScopeProtocol if context else BoundedHttpProtocol,
+                                  self._limits, self._slots),
         )
 
     def start(self) -> None:

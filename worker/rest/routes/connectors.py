@@ -9,9 +9,10 @@ shapes the JSON. ``?forward=`` drives leader forwarding in distributed mode
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Body, Query, Request, Response
@@ -19,7 +20,8 @@ from fastapi import APIRouter, Body, Query, Request, Response
 from worker.errors import BadRequestError, NotFoundError
 from worker.herder.base import Herder, TaskId
 from worker.herder.models import ConnectorInfo, ConnectorStateInfo, TaskInfo, TaskState
-from worker.rest.datamodels.base import ConfigMap, ConfigPatch, ConnectorConfigMap
+from worker.rest import internal_requests
+from worker.rest.datamodels.base import SCALAR_SCHEMA, ConfigPatch, ConnectorConfigMap
 from worker.rest.datamodels.connectors import (
     ConnectorExpansionsResponse,
     ConnectorInfoResponse,
@@ -29,7 +31,6 @@ from worker.rest.datamodels.connectors import (
     TaskStateResponse,
 )
 from worker.rest.deps import HerderDep, query_flag
-from worker.rest.internal_requests import InternalSignature
 from worker.rest.openapi import CLUSTER_CONFLICT, UNKNOWN_CONNECTOR, error_responses
 from worker.rest.routing import ConnectRoute
 
@@ -228,22 +229,31 @@ def get_task_configs(connector: str, herder: HerderDep) -> list[TaskInfo]:
     return herder.task_configs(connector)
 
 
+#: How FastAPI would have documented the body, had it parsed it (the route reads it itself,
+#: after the signature: worker.rest.internal_requests).
+TASK_CONFIGS_BODY: dict[str, Any] = {"requestBody": {
+    "required": True, "description": "The connector's task configs, in task order",
+    "content": {"application/json": {"schema": {
+        "type": "array", "items": {"type": "object", "additionalProperties": SCALAR_SCHEMA}}}}}}
+
+
 @router.post("/{connector}/tasks", status_code=204, response_class=Response,
              summary="Internal: task configs from the worker running the connector",
+             openapi_extra=TASK_CONFIGS_BODY,
              responses=error_responses(
                  (400, "Standalone mode, where task configs cannot be set from outside; "
                        "a missing or malformed request signature, or an algorithm not "
-                       "permitted (KIP-507)"),
+                       "permitted (KIP-507); a body that is not a list of configs"),
                  (403, "The request signature does not match the session key"),
                  CLUSTER_CONFLICT,
+                 (415, "The request body is not sent as JSON (Content-Type)"),
                  (503, "No session key read from the config topic yet")))
-def put_task_configs(connector: str, herder: HerderDep,
-                     configs: Annotated[list[ConfigMap], Body()],
-                     signature: InternalSignature) -> Response:
+async def put_task_configs(connector: str, herder: HerderDep, request: Request) -> Response:
     """Distributed mode: a follower hands its connector's task configs to the leader,
-    signed with the session key (KIP-507), which is checked first."""
-    herder.verify_internal_request(signature)
-    herder.put_task_configs(connector, [dict(c) for c in configs])
+    signed with the session key (KIP-507): checked before the body is parsed."""
+    configs = await internal_requests.task_configs(request, herder)
+    await asyncio.get_running_loop().run_in_executor(None, herder.put_task_configs,
+                                                     connector, configs)
     return Response(status_code=204)
 
 

@@ -2,10 +2,11 @@
 
 uvicorn puts nothing about TLS in the ASGI scope (only ``scheme: "https"``), so the
 client certificate a handshake verified is out of the app's reach. The REST server serves
-its https listeners with :class:`TlsScopeProtocol` instead: uvicorn's own httptools
-protocol, which reads the connection's ``ssl.SSLObject`` once the handshake is done and
-puts the ASGI TLS extension (https://asgi.readthedocs.io/en/latest/specs/tls.html) in the
-scope of every request on that connection::
+its https listeners with :class:`TlsScopeProtocol` instead: its own bounded httptools
+protocol (``worker.rest.http_limits``), which reads the connection's ``ssl.SSLObject``
+once the handshake is done and puts the ASGI TLS extension
+(https://asgi.readthedocs.io/en/latest/specs/tls.html) in the scope of every request on that
+connection::
 
     scope["extensions"]["tls"] = {
         "server_cert": None, "client_cert_chain": ["-----BEGIN CERTIFICATE-----..."],
@@ -27,7 +28,8 @@ from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from worker.rest.http_limits import BoundedHttpProtocol
 
 _TLS_VERSIONS = {"TLSv1": 0x0301, "TLSv1.1": 0x0302, "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
 
@@ -47,9 +49,9 @@ def tls_extension(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> dict[obje
             "cipher_suite": None}
 
 
-class TlsScopeProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, with the ASGI TLS extension in every request's scope,
-    and idle connections dropped at shutdown.
+class TlsScopeProtocol(BoundedHttpProtocol):
+    """The REST server's bounded protocol (``worker.rest.http_limits``), with the ASGI TLS
+    extension in every request's scope, and idle connections dropped at shutdown.
 
     uvicorn's graceful shutdown closes an idle keep-alive connection with
     ``transport.close()``; over TLS that sends close_notify and waits for the client's,

@@ -28,6 +28,9 @@ from typing import Any, Protocol
 import httpx
 from jsonschema import Draft202012Validator
 
+from worker.config.rest_limits import RestLimits
+from worker.rest.body_limits import body_limit
+
 #: Marks a case without a JSON body (a JSON ``null`` body is a valid request too).
 NO_BODY: Any = object()
 
@@ -42,6 +45,10 @@ BAD_SIGNATURE = "bad_signature"  # an internal request's signature does not matc
 NO_SESSION_KEY = "no_session_key"  # no session key read yet (KIP-507): 503
 METRICS_DISABLED = "metrics_disabled"  # the app has no metrics registry: /metrics 404
 METRICS_BROKEN = "metrics_broken"  # a metrics collector raises: /metrics 500
+# Bodies over their route's limit (413) are cheaper to send in process than over HTTP; a body
+# slower than rest.request.body.timeout.ms (408) needs an app made with a zero timeout.
+TOO_LARGE = "too_large"
+SLOW_BODY = "slow_body"
 
 
 class Client(Protocol):
@@ -203,6 +210,30 @@ DISTRIBUTED_WRITES = [
 ]
 
 
+#: Operations that take a request body (worker.rest.body_limits bounds them).
+BODY_OPERATIONS = [
+    "POST /connectors",
+    "PUT /connectors/{connector}/config",
+    "PATCH /connectors/{connector}/config",
+    "PATCH /connectors/{connector}/offsets",
+    "POST /connectors/{connector}/tasks",
+    "PUT /connector-plugins/{plugin}/config/validate",
+    "PUT /admin/loggers/{logger}",
+    "POST /admin/dynamic-worker-config/validate",
+    "PATCH /admin/dynamic-worker-config",
+]
+
+
+def _oversized(operation: str) -> Case:
+    """A body one byte over the route's default limit."""
+    method = operation.split(" ", 1)[0]
+    sample = SAMPLES[operation]
+    path = sample[0] if isinstance(sample, tuple) else sample
+    limit, _ = body_limit(RestLimits(), method, path)
+    return Case(operation, path, 413, content=b" " * (limit + 1),
+                content_type="application/json", fault=TOO_LARGE)
+
+
 def _faulty(operation: str, status: int, fault: str) -> Case:
     sample = SAMPLES[operation]
     path, body = sample if isinstance(sample, tuple) else (sample, NO_BODY)
@@ -223,4 +254,6 @@ FAKE_CASES: list[Case] = [
     # (a bug) cannot be made to happen in a real worker.
     Case("GET /metrics", "/metrics", 404, fault=METRICS_DISABLED),
     Case("GET /metrics", "/metrics", 500, fault=METRICS_BROKEN),
+    *(_oversized(operation) for operation in BODY_OPERATIONS),
+    *(_faulty(operation, 408, SLOW_BODY) for operation in BODY_OPERATIONS),
 ]

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from tests.unit.worker.rest.conftest import FakeHerder
 from tests.unit.worker.rest.openapi_contract import (
     BAD_SIGNATURE,
+    BODY_OPERATIONS,
     FAKE_CASES,
     HERDER_DOWN,
     LEADER,
@@ -32,7 +33,9 @@ from tests.unit.worker.rest.openapi_contract import (
     NO_TRACKING,
     REBALANCE,
     SAMPLES,
+    SLOW_BODY,
     STARTING,
+    TOO_LARGE,
     UNHEALTHY,
     Case,
     case_id,
@@ -40,6 +43,7 @@ from tests.unit.worker.rest.openapi_contract import (
     declared,
     operations,
 )
+from worker.config.rest_limits import RestLimits
 from worker.errors import RebalanceNeededError, StorageError
 from worker.herder.base import Herder
 from worker.herder.models import HealthStatus
@@ -87,6 +91,7 @@ FAULTS: dict[str, Callable[[FakeHerder], None]] = {
     LEADER: _leader,
     BAD_SIGNATURE: _every_call_raises(InvalidSignatureError),
     NO_SESSION_KEY: _every_call_raises(SessionKeyUnavailableError),
+    TOO_LARGE: lambda herder: None,  # the default limits, a body over them
 }
 
 
@@ -117,6 +122,11 @@ def document() -> dict[str, Any]:
 def test_answer_matches_the_document(client: TestClient, herder: FakeHerder,
                                      document: dict[str, Any], case: Case) -> None:
     assert case.fault is not None
+    if case.fault == SLOW_BODY:
+        # The body's deadline passes before its first byte is read.
+        with TestClient(create_app(herder, limits=RestLimits(body_timeout_s=0))) as slow:
+            check_answer(document, case, case.send(slow))
+        return
     if case.fault in APP_FAULTS:
         APP_FAULTS[case.fault](client.app)  # type: ignore[arg-type]
     else:
@@ -126,6 +136,12 @@ def test_answer_matches_the_document(client: TestClient, herder: FakeHerder,
 
 def test_every_operation_has_a_sample_request(document: dict[str, Any]) -> None:
     assert set(SAMPLES) | NO_HERDER_CALL == operations(document)
+
+
+def test_every_operation_with_a_body_is_bounded(document: dict[str, Any]) -> None:
+    with_body = {f"{method.upper()} {path}" for path, item in document["paths"].items()
+                 for method, operation in item.items() if "requestBody" in operation}
+    assert with_body == set(BODY_OPERATIONS)
 
 
 def test_document_has_no_validation_errors(document: dict[str, Any]) -> None:

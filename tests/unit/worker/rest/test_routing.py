@@ -88,8 +88,10 @@ def test_route_class_declares_the_statuses_every_route_of_a_kind_shares() -> Non
     # The route's own meaning first, then the shared one.
     assert responses("/number/{n}")["404"]["description"] == (
         "No such number; or a path or query parameter that does not convert to its type")
-    assert list(responses("/body", "put")) == ["200", "400", "415", "500"]
+    assert list(responses("/body", "put")) == ["200", "400", "408", "413", "415", "500"]
     assert "not valid JSON" in responses("/body", "put")["400"]["description"]
+    assert "rest.request.body.*" in responses("/body", "put")["413"]["description"]
+    assert "rest.request.body.timeout.ms" in responses("/body", "put")["408"]["description"]
     assert "not valid JSON" not in responses("/body", "put")["500"]["description"]
     assert responses("/body", "put")["415"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ErrorResponse"}
