@@ -48,6 +48,9 @@ log = logging.getLogger("tests.kafka")
 
 #: Session timeout for consumer groups in tests (see the module docstring).
 TEST_SESSION_TIMEOUT_MS = 6000
+#: ``plugin.import.packages`` of test workers: the test plugins (``tests/support/*plugins.py``)
+#: are named by import path, and the worker imports only inside the packages listed there.
+TEST_IMPORT_PACKAGES = "tests.support"
 DEFAULT_KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.0"
 
 
@@ -257,9 +260,10 @@ def standalone_worker(
     Each worker gets its own directory under ``tmp_path`` holding ``worker.properties``,
     its SQLite state (``connect.db``) and ``worker.log``, and a free REST port. The base
     properties are ``bootstrap.servers``, ``listeners``, ``storage.sql.url``,
-    ``offset.flush.interval.ms=1000`` and ``consumer.session.timeout.ms=6000``;
-    ``overrides`` replace or add keys (a value of ``None`` removes a key). Every worker is
-    stopped when the test ends; the log tails of a failed test's workers are printed.
+    ``offset.flush.interval.ms=1000``, ``consumer.session.timeout.ms=6000`` and
+    ``plugin.import.packages=tests.support`` (the test plugins); ``overrides`` replace or
+    add keys (a value of ``None`` removes a key). Every worker is stopped when the test
+    ends; the log tails of a failed test's workers are printed.
 
     HTTPS: ``scheme="https"`` makes the fixture's listener (and the worker's ``url``)
     https; ``ssl_context`` is the test side's client context (``worker.testing.tls``);
@@ -296,6 +300,7 @@ def standalone_worker(
                 "storage.sql.url": f"sqlite:///{workdir / 'connect.db'}",
                 "offset.flush.interval.ms": 1000,
                 "consumer.session.timeout.ms": TEST_SESSION_TIMEOUT_MS,
+                "plugin.import.packages": TEST_IMPORT_PACKAGES,
                 **(overrides or {}),
             }
             props_file = write_properties(
@@ -360,6 +365,7 @@ DISTRIBUTED_TEST_PROPS: dict[str, object] = {
     "status.storage.partitions": 3,
     "offset.flush.interval.ms": 1000,
     "consumer.session.timeout.ms": TEST_SESSION_TIMEOUT_MS,
+    "plugin.import.packages": TEST_IMPORT_PACKAGES,
 }
 
 

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 #: Session timeout of every consumer group tests create (see ``tests/conftest.py``).
 SESSION_TIMEOUT_MS = 6000
+#: The test plugins' package, importable by path (``TEST_IMPORT_PACKAGES`` there).
+TEST_IMPORT_PACKAGES = "tests.support"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 #: The tail of every "connector configuration is invalid" message (Kafka's wording).
 VALIDATE_HINT = ("You can also find the above list of errors at the endpoint "
@@ -48,6 +50,7 @@ def start_worker(workdir: Path, bootstrap: str,
             "storage.sql.url": f"sqlite:///{workdir / 'connect.db'}",
             "offset.flush.interval.ms": 1000,
             "consumer.session.timeout.ms": SESSION_TIMEOUT_MS,
+            "plugin.import.packages": TEST_IMPORT_PACKAGES,
             **(overrides or {}),
         }
         props_file = write_properties(workdir / "worker.properties",

@@ -292,6 +292,28 @@ def non_empty_string_without_control_chars() -> Validator:
     return check
 
 
+#: Names a URL path cannot carry as one segment: ``/`` splits it, and clients and proxies
+#: resolve ``.`` and ``..`` (even percent-encoded) as dot segments.
+_DOT_SEGMENTS = (".", "..")
+
+
+def connector_name() -> Validator:
+    """The connector ``name``: Kafka's ``NonEmptyStringWithoutControlChars``, and a name
+    every REST route can address (one path segment that survives the trip through clients
+    and proxies). Kafka accepts the latter, and then cannot manage the connector
+    (docs/compatibility.md)."""
+    kafka_rule = non_empty_string_without_control_chars()
+
+    def check(name: str, value: Any) -> None:
+        kafka_rule(name, value)
+        text = _plain(value).strip()
+        if "/" in text or text in _DOT_SEGMENTS:
+            raise ConfigException(name, value, "A connector name may not contain '/' nor be "
+                                               "'.' or '..': the REST API could not address "
+                                               "the connector in its URL paths")
+    return check
+
+
 def valid_regex() -> Validator:
     def check(name: str, value: Any) -> None:
         try:

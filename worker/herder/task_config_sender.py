@@ -22,9 +22,10 @@ import logging
 import ssl
 import threading
 from collections.abc import Callable, Mapping
-from urllib.parse import quote
 
 import httpx
+
+from worker.util.urls import path_segment
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class TaskConfigSender:
                     return  # stopping, or superseded by newer configs
             url = self._leader_url()
             if url is not None:
-                target = f"{url.rstrip('/')}/connectors/{quote(connector, safe='')}/tasks"
+                target = f"{url.rstrip('/')}/connectors/{path_segment(connector)}/tasks"
                 try:
                     headers = {"Content-Type": "application/json",
                                **(self._sign(body) if self._sign is not None else {})}

@@ -18,6 +18,12 @@ The modes, as in Kafka's ``PluginDiscoveryMode`` (``plugin.discovery``, case-ins
 In every mode the worker's environment (``classpath``) contributes the plugins its
 distributions' manifests declare (Kafka, too, service-loads some plugin types in every
 mode), and scanning covers only its built-in package. See docs/plugins.md.
+
+Discovery also decides which modules a class name that is no registered plugin may import
+(``PluginRegistry.import_packages``): those of the top-level packages of the environment's
+registered plugins — the packages of installed plugin distributions, connect-plane's
+``worker`` among them — and of ``plugin.import.packages``. Nothing else of the environment
+is imported by a connector config; a plugin location's modules never are.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ log = logging.getLogger(__name__)
 
 PLUGIN_PATH_CONFIG = "plugin.path"
 PLUGIN_DISCOVERY_CONFIG = "plugin.discovery"
+PLUGIN_IMPORT_PACKAGES_CONFIG = "plugin.import.packages"
 #: Where the hybrid warnings send users (Kafka's message points at Kafka's documentation).
 DOCUMENTATION = "docs/plugins.md#migrating-plugins-to-manifests"
 #: ``service_load`` re-reads manifests at most this often (lookups that miss, listings).
@@ -80,14 +87,18 @@ class PluginDiscovery:
 
     ``locations`` are the plugin locations followed by the ``classpath``; ``scanned`` and
     ``declared`` what each scanner found (the CLI and the tests read them); ``missing`` the
-    plugins scanning found that no manifest declares.
+    plugins scanning found that no manifest declares. ``import_packages`` (the setting
+    ``plugin.import.packages``) are packages of the environment whose classes connector
+    configs may name by import path without a manifest.
     """
 
     def __init__(self, plugin_path: Sequence[str], mode: DiscoveryMode,
-                 registry: PluginRegistry | None = None) -> None:
+                 registry: PluginRegistry | None = None,
+                 import_packages: Sequence[str] = ()) -> None:
         self.plugin_path = list(plugin_path)
         self.mode = mode
         self.registry = registry or PluginRegistry()
+        self.import_packages = [p.strip() for p in import_packages if p.strip()]
         self.importer = PluginImporter()
         self.locations: list[PluginLocation] = []
         self.scanned = ScanResult()
@@ -127,10 +138,21 @@ class PluginDiscovery:
         self._report_hybrid_issue()
         self._install(plugins)
         self.registry.import_guard = self.importer.import_refusal
+        self.registry.import_packages = self.classpath_packages() | set(self.import_packages)
         if self.mode is DiscoveryMode.SERVICE_LOAD:
             self._last_refresh = time.monotonic()
             self.registry.refresher = self.refresh
         return self
+
+    def classpath_packages(self) -> frozenset[str]:
+        """The top-level packages of the plugins the worker's environment provides: those
+        its manifests declare (installed plugin distributions) and the built-in package
+        scanning finds. Their modules are made for the worker; the rest of the
+        environment is not (a module may do anything when imported)."""
+        return frozenset(
+            plugin.ref.module.partition(".")[0]
+            for result in (self.declared, self.scanned) for plugin in result.plugins
+            if plugin.location.path is None)
 
     def close(self) -> None:
         """Stop importing from the plugin locations (tests that discover in-process)."""
@@ -236,8 +258,9 @@ class PluginDiscovery:
 
 
 def discover(plugin_path: Sequence[str], mode: DiscoveryMode | str,
-             registry: PluginRegistry | None = None) -> PluginDiscovery:
+             registry: PluginRegistry | None = None,
+             import_packages: Sequence[str] = ()) -> PluginDiscovery:
     """Run a discovery (ConnectError when ``hybrid_fail`` finds plugins without manifests)."""
     if isinstance(mode, str):
         mode = DiscoveryMode.parse(mode)
-    return PluginDiscovery(plugin_path, mode, registry).run()
+    return PluginDiscovery(plugin_path, mode, registry, import_packages).run()

@@ -11,10 +11,17 @@ A connector config names its plugins the way Kafka Connect's do, and every form 
   (``FileStreamSource``, ``Json``) — an alias that two different plugins share is ambiguous
   and resolves to neither (so ``Value``, the simple name of every ``$Value`` SMT, is unusable,
   as in Kafka) — plus explicit aliases given at registration;
-- an importable Python path of the worker's environment, ``pkg.mod.Class`` or
-  ``pkg.mod:Class``, imported lazily and checked against the expected SPI base class (Kafka
-  loads any class on its classpath by name, too). Modules of a plugin location are not
-  imported this way: their plugins are what discovery found (``import_guard``).
+- a Python import path, ``pkg.mod.Class`` or ``pkg.mod:Class``: a registered class's path
+  resolves to it without importing anything; any other path is imported, then checked
+  against the expected SPI base class, only inside the packages plugins may be imported
+  from (``import_packages``). Kafka loads any class of its classpath by name, but loading a
+  Java class runs none of its code; importing a Python module runs it, so a name that is no
+  plugin must not import whatever the environment holds (``this``, ``antigravity``, a
+  module that writes files at import). Discovery sets ``import_packages`` to the packages
+  whose plugins the environment's manifests declare, plus the worker setting
+  ``plugin.import.packages``; anything else is an error without an import. Modules of a
+  plugin location are never imported this way: their plugins are what discovery found
+  (``import_guard``).
 
 Connector configs name connectors, converters, SMTs and predicates; worker properties name
 config providers (``config.providers.<name>.class``) and REST extensions
@@ -25,7 +32,8 @@ found when asked for by type (``PluginType.CONFIG_PROVIDER``, ``PluginType.REST_
 Discovery (``worker.plugins.discovery``) fills a registry from ``plugin.path`` and manifests;
 with ``service_load`` its descriptors hold classes not imported yet, and ``refresher``
 re-reads manifests when a lookup misses. ``builtin_registry()`` builds a fresh registry of
-the built-ins each call (no singletons).
+the built-ins each call (no singletons), for code that runs no discovery (unit tests,
+tools): it imports any path, as it serves no connector configs from the network.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import importlib
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any
 
 from worker.errors import PluginNotFoundError
@@ -70,18 +79,24 @@ class PluginRegistry:
     ``refresher``, when set, is called (without the registry's lock) before a listing and
     when a lookup misses; it may register more plugins and returns whether it did (it
     rate-limits itself). ``import_guard``, when set, returns why a module must not be
-    imported by path (it belongs to a plugin location), or None.
+    imported by path (it belongs to a plugin location), or None. ``import_packages`` are
+    the packages (dotted names; a module inside one, at any depth, qualifies) whose modules
+    a name that is no registered plugin may import; None: any module (a registry no
+    discovery set up), empty: none — registered plugins only.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, import_packages: Iterable[str] | None = ()) -> None:
         self._lock = threading.RLock()
         self._by_name: dict[str, list[PluginDesc]] = {}
         self._by_class: dict[type, str] = {}
         self._by_target: dict[str, str] = {}
+        self._by_dotted: dict[str, str] = {}
         self._alias_targets: dict[str, set[str]] = {}
         self._imported: dict[str, list[PluginDesc]] = {}
         self.refresher: Callable[[], bool] | None = None
         self.import_guard: Callable[[str], str | None] | None = None
+        self.import_packages: frozenset[str] | None = (
+            None if import_packages is None else frozenset(import_packages))
 
     # -- registration --------------------------------------------------------------------
 
@@ -113,6 +128,7 @@ class PluginRegistry:
             if ref.loaded:
                 self._by_class.setdefault(ref.load(), name)
             self._by_target.setdefault(ref.target, name)
+            self._by_dotted.setdefault(ref.python_name, name)
             for alias in names:
                 self._alias_targets.setdefault(alias, set()).add(name)
             # An imported class may now be registered under its canonical name.
@@ -154,55 +170,69 @@ class PluginRegistry:
         return None
 
     def _import(self, name: str, hint: list[str]) -> list[PluginDesc] | None:
-        """Import ``pkg.mod.Class`` / ``pkg.mod:Class``; None if it names no plugin class.
+        """Resolve ``pkg.mod.Class`` / ``pkg.mod:Class``; None if it names no plugin class.
 
-        A registered class yields its registered descriptors (canonical name included),
-        found by its ``module:Class`` without importing anything when it is registered
-        under that path. Modules the ``import_guard`` refuses are not imported.
+        A registered class's path yields its registered descriptors (canonical name
+        included) without importing anything. Any other path is imported only where
+        ``import_guard`` and ``import_packages`` allow; a refusal leaves its reason in
+        ``hint`` and imports nothing. The cost is linear in the length of the name, however
+        many dots it has.
         """
         with self._lock:
             if name in self._imported:
                 return self._imported[name]
-        module_name, _, attr_path = name.partition(":")
-        candidates = [(module_name, attr_path)] if attr_path else [
-            (".".join(name.split(".")[:i]), ".".join(name.split(".")[i:]))
-            for i in range(name.count("."), 0, -1)]
-        for module_name, attr_path in candidates:
-            if not module_name or not attr_path or not _is_dotted_identifier(module_name) \
-                    or not _is_dotted_identifier(attr_path):
-                continue
-            with self._lock:
-                registered = self._by_target.get(f"{module_name}:{attr_path}")
-                if registered is not None:
-                    return self._by_name[registered]
-            refusal = self.import_guard(module_name) if self.import_guard else None
-            if refusal is not None:
-                hint.append(refusal)
-                return None
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:
-                if exc.name and (module_name == exc.name
-                                 or module_name.startswith(exc.name + ".")):
-                    continue  # this prefix is not a module; try a shorter one
-                raise PluginNotFoundError(f"Failed to load plugin {name}: {exc}") from exc
-            except Exception as exc:  # noqa: BLE001 - a broken plugin module
-                raise PluginNotFoundError(f"Failed to load plugin {name}: "
-                                          f"{describe_error(exc)}") from exc
-            obj: Any = module
-            for part in attr_path.split("."):
-                obj = getattr(obj, part, None)
-            types = plugin_types_of(obj)
-            if not types:
-                return None
-            with self._lock:
-                registered = self._by_class.get(obj) or self._by_target.get(
-                    f"{obj.__module__}:{obj.__qualname__}")
-                descs = self._by_name[registered] if registered else [
-                    PluginDesc(python_path(obj), t, PluginClassRef.of(obj)) for t in types]
-                self._imported[name] = descs
-            return descs
-        return None
+            registered = self._by_target.get(name) or self._by_dotted.get(name)
+            if registered is not None:
+                return self._by_name[registered]
+        module_path, colon, attr_path = name.partition(":")
+        parts = module_path.split(".")
+        if not all(part.isidentifier() for part in parts) or (
+                not _is_dotted_identifier(attr_path) if colon else len(parts) < 2):
+            return None
+        # The longest module it may name: pkg.mod.Outer.Inner may be class Outer.Inner of
+        # pkg.mod, or class Inner of module pkg.mod.Outer. A refused module has only
+        # refused prefixes.
+        longest = len(parts) if colon else len(parts) - 1
+        refusal = self._import_refusal(".".join(parts[:longest]))
+        if refusal is not None:
+            hint.append(refusal)
+            return None
+        module, depth = _import_prefix(name, parts[:longest])
+        if module is None or (colon and depth < longest) \
+                or self._import_refusal(".".join(parts[:depth])) is not None:
+            return None  # no such module (the packages above it, allowed, are imported)
+        if not colon:
+            attr_path = ".".join(parts[depth:])
+        return self._imported_plugin(name, module, attr_path)
+
+    def _import_refusal(self, module: str) -> str | None:
+        """Why ``module`` may not be imported by a class name that is no registered plugin
+        (None: it may). Decided on its name alone: finding out whether a module exists
+        (``importlib.util.find_spec``) imports its parent packages."""
+        refusal = self.import_guard(module) if self.import_guard else None
+        if refusal is not None or self.import_packages is None:
+            return refusal
+        if any(module == package or module.startswith(package + ".")
+               for package in self.import_packages):
+            return None
+        return ("import paths are resolved only in the packages of installed plugins and "
+                "those listed in plugin.import.packages")
+
+    def _imported_plugin(self, name: str, module: Any, attr_path: str
+                         ) -> list[PluginDesc] | None:
+        obj: Any = module
+        for part in attr_path.split("."):
+            obj = getattr(obj, part, None)
+        types = plugin_types_of(obj)
+        if not types:
+            return None
+        with self._lock:
+            registered = self._by_class.get(obj) or self._by_target.get(
+                f"{obj.__module__}:{obj.__qualname__}")
+            descs = self._by_name[registered] if registered else [
+                PluginDesc(python_path(obj), t, PluginClassRef.of(obj)) for t in types]
+            self._imported[name] = descs
+        return descs
 
     def _not_found_message(self, name: str, wanted: set[PluginType] | None) -> str:
         if wanted is None:
@@ -268,13 +298,37 @@ def _is_dotted_identifier(text: str) -> bool:
     return all(part.isidentifier() for part in text.split("."))
 
 
+def _import_prefix(name: str, parts: list[str]) -> tuple[ModuleType | None, int]:
+    """Import ``parts[:1]``, ``parts[:2]``, ... up to the first that does not exist; the
+    deepest module imported and how many parts it has. One level at a time: its parent
+    already imported, no import recurses, however many parts the name has. Raises
+    PluginNotFoundError for a module that exists but fails to import."""
+    module: ModuleType | None = None
+    for depth in range(1, len(parts) + 1):
+        module_name = ".".join(parts[:depth])
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                return module, depth - 1
+            raise PluginNotFoundError(f"Failed to load plugin {name}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - a broken plugin module
+            raise PluginNotFoundError(f"Failed to load plugin {name}: "
+                                      f"{describe_error(exc)}") from exc
+    return module, len(parts)
+
+
 def builtin_registry() -> PluginRegistry:
     """A new registry holding every built-in connector, converter, SMT, predicate, config
     provider and REST extension, imported (``worker.plugins.builtins`` lists them; the
-    ``connect-plane`` distribution declares the same in its entry points)."""
+    ``connect-plane`` distribution declares the same in its entry points).
+
+    It imports any import path (``import_packages=None``): it is for code that runs no
+    discovery — unit tests, tools, worker properties read without a registry. A worker's
+    registry comes from discovery, which restricts import paths (``worker.compose``)."""
     from worker.plugins.builtins import BUILTINS
 
-    registry = PluginRegistry()
+    registry = PluginRegistry(import_packages=None)
     for plugin in BUILTINS:
         registry.register(plugin.load(), plugin.type, plugin.name)
     return registry

@@ -18,19 +18,21 @@ from __future__ import annotations
 import logging
 import ssl
 from typing import cast
+from urllib.parse import quote
 
 import httpx
 from fastapi import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from worker.errors import ConfigError, RequestTargetError
+from worker.rest.body_limits import BODY_KEY
 from worker.rest.errors import error_response
 from worker.rest.tls import ClientTls
+from worker.util.urls import encode_dot_segment
 
 log = logging.getLogger("worker.rest")
 
-BODY_KEY = "connect_plane.body"
 #: ASGI scope key holding the worker's ForwardingClient (set by the REST server).
 FORWARDER_KEY = "connect_plane.forwarder"
 FORWARD_TIMEOUT_S = 90.0
@@ -42,37 +44,6 @@ NO_TARGET = ("Cannot complete request momentarily due to no known leader URL, li
              "because a rebalance was underway.")
 TOO_MANY_HOPS = ("Cannot complete request because of a conflicting operation (e.g. worker "
                  "rebalance)")
-
-
-class BodyCacheMiddleware:
-    """Keep the body of writes in the scope so a forwarded request can resend it."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
-            await self.app(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        scope[BODY_KEY] = body
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-        await self.app(scope, replay, send)
 
 
 class ForwardingClient:
@@ -114,6 +85,18 @@ class ForwardingClient:
             await client.aclose()
 
 
+def forward_path(scope: Scope) -> str:
+    """The request's path as the client sent it (percent-encoded), for the target worker.
+
+    Never the decoded path: ``/connectors/%2e/offsets`` names the connector ``.``, but
+    decoded, an HTTP client collapses it as a dot segment into ``/connectors/offsets``, which
+    names another connector. Segments that are dots as sent are encoded for the same reason.
+    """
+    raw: bytes | None = scope.get("raw_path")
+    path = raw.decode("latin-1") if raw else quote(scope["path"], safe="/")
+    return "/".join(encode_dot_segment(segment) for segment in path.split("/"))
+
+
 def tls_failure(error: BaseException) -> str | None:
     """Why a TLS handshake failed, if that is what ``error`` (or its cause) is."""
     seen: BaseException | None = error
@@ -138,7 +121,7 @@ async def forward_request(request: Request, exc: Exception) -> Response:
     params = httpx.QueryParams([(k, v) for k, v in request.query_params.multi_items()
                                 if k != "forward"])
     params = params.add("forward", "true" if forward is None else "false")
-    target = error.forward_url.rstrip("/") + request.url.path
+    target = error.forward_url.rstrip("/") + forward_path(request.scope)
     headers = {k: v for k, v in request.headers.items() if k.lower() in _PASSED_HEADERS}
     log.debug("Forwarding %s %s to %s", request.method, request.url.path, target)
     forwarder: ForwardingClient | None = request.scope.get(FORWARDER_KEY)
