@@ -15,8 +15,18 @@ TLS listeners) and applies the overrides the cluster stores:
   last validation of a configuration it tried to apply (``ok``/``failed``/``none``).
 
 Messages name keys and problems; values never appear in them nor in logs (passwords and
-resolved placeholders are secrets). Calls come from the herder thread (apply), REST
-threads (validate, state) and the composition root (register); one lock orders them.
+resolved placeholders are secrets). The parts' messages are written that way; as a second
+line of defence every message a part gives is scrubbed here before it is returned, logged
+or recorded: a resolved value written whole goes back to its placeholder, and every piece
+of a resolved or secret value (an element of a list, a trimmed value, in any case)
+becomes ``[hidden]`` (:class:`~worker.util.secrets.Redactor`).
+
+What is *shown* of the overrides is :func:`shown`: a secret's value as ``[hidden]``
+(Kafka's masking of ``PASSWORD`` values) unless it only names where the secret is (a
+placeholder), or the reader may see secrets (an admin principal, decided by the REST layer).
+
+Calls come from the herder thread (apply), REST threads (validate, state) and the
+composition root (register); one lock orders them.
 """
 
 from __future__ import annotations
@@ -29,9 +39,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from worker.config.providers import CONFIG_PROVIDERS, ConfigTransformer
+from worker.config.providers import (
+    CONFIG_PROVIDERS,
+    PLACEHOLDER,
+    ConfigTransformer,
+    Resolution,
+)
 from worker.config.reconfigurable import Reconfigurable
 from worker.errors import BadRequestError, ConfigError, ConfigValidationError
+from worker.util.secrets import HIDDEN, Redactor, is_secret
 
 if TYPE_CHECKING:
     from worker.config.worker_config import WorkerConfig
@@ -71,6 +87,21 @@ def merge(current: Mapping[str, str], patch: Patch) -> dict[str, str]:
     """``current`` with ``patch`` applied: a value replaces, None removes."""
     merged = {**current, **patch}
     return {key: value for key, value in merged.items() if value is not None}
+
+
+def is_reference(value: str) -> bool:
+    """Whether ``value`` is nothing but ``${provider:...}`` placeholders: it names where a
+    secret is, and shows none of it."""
+    return PLACEHOLDER.search(value) is not None and not PLACEHOLDER.sub("", value).strip()
+
+
+def shown(overrides: Mapping[str, str], *, reveal_secrets: bool) -> dict[str, str]:
+    """``overrides`` as a reader may see them: the value of a secret key (a password, a
+    private key: :func:`~worker.util.secrets.is_secret`) is ``[hidden]``, as Kafka shows
+    ``PASSWORD`` values, unless it is only placeholders or ``reveal_secrets``."""
+    return {key: value if reveal_secrets or not is_secret(key) or is_reference(value)
+            else HIDDEN
+            for key, value in overrides.items()}
 
 
 def _provider_setting(key: str) -> bool:
@@ -165,21 +196,23 @@ class DynamicConfigManager:
             key: [f"Invalid value for configuration {key}: not a dynamically "
                   "reconfigurable worker configuration"]
             for key in sorted(overrides) if key not in allowed}
-        effective, unresolved = self._effective_of(overrides)
-        for key, messages in unresolved.items():
-            errors.setdefault(key, []).extend(messages)
+        effective, resolution = self._effective_of(overrides)
+        for key, reason in sorted(resolution.errors.items()):
+            errors.setdefault(key, []).append(str(ConfigError(key, reason)))
         if errors:
             return errors  # the parts would only report the same keys, less clearly
+        scrub = _scrubber(effective, resolution)
         for component in components:
             try:
                 component.validate_reconfiguration(effective)
             except ConfigError as exc:
-                errors.setdefault(exc.key, []).append(str(exc))
+                errors.setdefault(exc.key, []).append(scrub(str(exc)))
         return errors
 
     def _effective_of(self, overrides: Mapping[str, str]
-                      ) -> tuple[dict[str, str], dict[str, list[str]]]:
-        """The resolved effective configuration, and the keys whose placeholders failed.
+                      ) -> tuple[dict[str, str], Resolution]:
+        """The resolved effective configuration, and how its placeholders resolved (the
+        keys whose placeholders failed are in the resolution's ``errors``).
 
         Static placeholders are resolved again each time: a provider's source (a file, a
         secret) may have changed since the worker started, and a change applies its
@@ -187,9 +220,7 @@ class DynamicConfigManager:
         merged = {**self._static, **overrides}
         resolution = self._transformer.resolve(
             {k: v for k, v in merged.items() if not _provider_setting(k)})
-        errors = {key: [str(ConfigError(key, reason))]
-                  for key, reason in sorted(resolution.errors.items())}
-        return {**merged, **resolution.data}, errors
+        return {**merged, **resolution.data}, resolution
 
     def _effective_now(self) -> dict[str, str]:
         if self._effective is None:
@@ -227,8 +258,8 @@ class DynamicConfigManager:
             if errors:
                 self._failed(version, _summary(errors))
                 return False
-            effective, _ = self._effective_of(overrides)
-            if not self._reconfigure_all(version, effective):
+            effective, resolution = self._effective_of(overrides)
+            if not self._reconfigure_all(version, effective, _scrubber(effective, resolution)):
                 return False
             self._version, self._overrides = version, dict(overrides)
             self._effective = effective
@@ -237,7 +268,8 @@ class DynamicConfigManager:
                  version, ", ".join(sorted(overrides)) or "none")
         return True
 
-    def _reconfigure_all(self, version: int, effective: dict[str, str]) -> bool:
+    def _reconfigure_all(self, version: int, effective: dict[str, str],
+                         scrub: Callable[[str], str]) -> bool:
         done: list[Reconfigurable] = []
         for component in self._components:
             try:
@@ -246,7 +278,8 @@ class DynamicConfigManager:
                 log.error("%s could not apply dynamic worker configuration version %d",
                           type(component).__name__, version, exc_info=exc)
                 self._roll_back(done)
-                reason = str(exc) if isinstance(exc, ConfigError) else type(exc).__name__
+                reason = (scrub(str(exc)) if isinstance(exc, ConfigError)
+                          else type(exc).__name__)
                 self._failed(version, f"{type(component).__name__} failed to reconfigure: "
                                       f"{reason}")
                 return False
@@ -281,6 +314,15 @@ class DynamicConfigManager:
     def state(self) -> DynamicConfigState:
         with self._lock:
             return DynamicConfigState(self._version, dict(self._overrides), self._last)
+
+
+def _scrubber(effective: Mapping[str, str], resolution: Resolution
+              ) -> Callable[[str], str]:
+    """What scrubs a part's message: resolved values back to their placeholders, then
+    every piece of a resolved or secret value hidden (see the module docstring)."""
+    secrets = [value for key, value in effective.items() if is_secret(key)]
+    redactor = Redactor([*resolution.substituted.values(), *secrets])
+    return lambda message: redactor(resolution.redact(message))
 
 
 def _summary(errors: Mapping[str, list[str]], separator: str = "; ") -> str:

@@ -8,12 +8,15 @@ with a timeout because it is plugin code.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from typing import Any
 
 from worker.api.config_def import ConfigDef, ConfigKey, ConfigValue
+from worker.config.providers import has_placeholders
 from worker.config.worker_config import WorkerConfig
 from worker.errors import (
     BadRequestError,
@@ -51,7 +54,7 @@ from worker.storage.base import (
     StatusBackingStore,
     TaskId,
 )
-from worker.util.secrets import HIDDEN, KNOWN_SECRETS, is_secret, redact, secret_values
+from worker.util.secrets import HIDDEN, KNOWN_SECRETS, Redactor, is_secret, secret_values
 from worker.util.threads import call_with_timeout
 
 log = logging.getLogger(__name__)
@@ -231,7 +234,9 @@ class AbstractHerder(Herder):
         try:
             desc = self.registry.resolve(class_name, CONNECTOR_TYPES)
         except PluginNotFoundError as exc:
-            raise BadRequestError(resolution.redact(str(exc))) from exc
+            hide = Redactor({*resolution.substituted.values(), *secret_values(
+                {k: v for k, v in config.items() if k not in resolution.errors})})
+            raise BadRequestError(hide(resolution.redact(str(exc)))) from None
         connector_type = desc.type.value
         definition, errors = cc.enrich(cc.base_definition(connector_type), config,
                                        self.registry)
@@ -270,16 +275,21 @@ class AbstractHerder(Herder):
             own_def = ConfigDef()
             own_values = {"connector.class": ConfigValue("connector.class", class_name,
                                                          errors=[str(exc)])}
-        # Messages may quote values (plugin code's above all): resolved values go back to
-        # their placeholders, secret values (PASSWORD-typed keys, secret client keys, any
-        # placeholder's value) become [hidden].
+        # Messages may quote values (plugin code's above all), and key names may be made of
+        # them (transforms.<alias>.type): resolved values go back to their placeholders,
+        # then every piece of a secret value (PASSWORD-typed keys, secret client keys, any
+        # placeholder's value) becomes [hidden] anywhere in the answer (_scrubbed).
         types = {k.name: k.type for k in [*own_def.keys.values(), *definition.keys.values()]}
-        secrets = secret_values(config, types) | set(resolution.substituted.values())
+        # A key whose placeholder did not resolve holds the placeholder: no secret to hide.
+        resolved = {k: v for k, v in config.items() if k not in resolution.errors}
+        secrets = secret_values(resolved, types) | set(resolution.substituted.values())
         KNOWN_SECRETS.add(secrets)
+        hide = Redactor(secrets)
         for value in [*values.values(), *own_values.values()]:
-            value.errors[:] = [redact(resolution.redact(e), secrets) for e in value.errors]
-        return _config_infos(desc.class_name, definition, values, own_def, own_values,
-                             written)
+            scrub = _errors_redactor(value.name, resolved, written, types, secrets, hide)
+            value.errors[:] = [scrub(resolution.redact(e)) for e in value.errors]
+        return _scrubbed(_config_infos(desc.class_name, definition, values, own_def,
+                                       own_values, written), hide, written)
 
     def validate_or_raise(self, config: Mapping[str, str]) -> None:
         """Validate; raise ConfigValidationError with Kafka's message if anything is wrong."""
@@ -293,6 +303,49 @@ class AbstractHerder(Herder):
             f"{infos.error_count} error(s):\n{lines}\nYou can also find the above list of "
             "errors at the endpoint `/connector-plugins/{connectorType}/config/validate`",
             problems)
+
+
+def _errors_redactor(name: str, config: Mapping[str, str], written: Mapping[str, str],
+                     types: Mapping[str, Any], secrets: set[str], hide: Redactor
+                     ) -> Callable[[str], str]:
+    """What scrubs the messages of key ``name``: ``hide``, and when the key's own value is
+    a secret or came from a placeholder, also the parts of each of its elements
+    (``field:type`` of a Cast spec). Only there: such short parts could be ordinary words
+    in other messages. ``config`` holds the keys that resolved."""
+    value = config.get(name)
+    if value is None or not (has_placeholders(written.get(name))
+                             or is_secret(name, types.get(name))):
+        return hide
+    return Redactor(secrets, with_parts=[value])
+
+
+def _scrubbed(infos: ConfigInfos, hide: Redactor, written: Mapping[str, str]) -> ConfigInfos:
+    """``infos`` with every text that could hold a piece of a secret scrubbed by ``hide``:
+    key names, groups, documentation, display names, recommended values, errors and values
+    not shown as written. A value shown as the caller wrote it stays (placeholders)."""
+    if not hide:
+        return infos
+
+    def value_shown(info: ConfigValueInfo) -> str | None:
+        if info.value is None or info.value == HIDDEN or (
+                info.name in written and info.value == str(written[info.name])):
+            return info.value
+        return hide(info.value)
+
+    configs = [ConfigInfo(
+        dataclasses.replace(
+            c.definition, name=hide(c.definition.name),
+            documentation=hide(c.definition.documentation),
+            group=None if c.definition.group is None else hide(c.definition.group),
+            display_name=hide(c.definition.display_name),
+            dependents=[hide(d) for d in c.definition.dependents]),
+        dataclasses.replace(
+            c.value, name=hide(c.value.name), value=value_shown(c.value),
+            recommended_values=[hide(r) for r in c.value.recommended_values],
+            errors=[hide(e) for e in c.value.errors]))
+        for c in infos.configs]
+    return dataclasses.replace(infos, name=hide(infos.name),
+                               groups=[hide(g) for g in infos.groups], configs=configs)
 
 
 def _keys_only(config: Mapping[str, str]) -> str:
@@ -335,10 +388,10 @@ def _config_infos(name: str, base_def: ConfigDef, base_values: dict[str, ConfigV
             known.extend(e for e in value.errors if e not in known)
         else:
             merged[value_name] = value
-    groups: list[str] = []
-    for defined in [*base_def.keys.values(), *own_def.keys.values()]:
-        if defined.group and defined.group not in groups:
-            groups.append(defined.group)
+    # In order, each once; a dict, not a list: every transform alias has a group of its own.
+    groups = list(dict.fromkeys(
+        defined.group for defined in [*base_def.keys.values(), *own_def.keys.values()]
+        if defined.group))
     configs: list[ConfigInfo] = []
     for key_name, value in merged.items():
         key = keys.get(key_name)

@@ -14,6 +14,10 @@ protocol range and cipher suites; :class:`ClientTls` builds the context of reque
 other workers (Kafka's REST client uses the ``listeners.https.`` settings: truststore,
 keystore as client certificate, ``ssl.endpoint.identification.algorithm``).
 
+**Messages** name the key and the problem, never a value: any value may have been resolved
+from a ``${provider:...}`` placeholder (a location, a store type, a protocol list), and a
+piece of it quoted after splitting would escape the redaction of whole values.
+
 **Hot reload.** A listener is served with a :class:`SwappableServerContext`: asyncio and
 uvloop wrap every accepted connection with ``context.wrap_bio(...)``, which this context
 hands to its *current* real context. Swapping the current context changes what every new
@@ -213,9 +217,9 @@ def build_server_context(settings: TlsSettings) -> ServerTls:
     """A server context from ``settings``; ConfigError naming the key on any problem."""
     client_auth = (settings.get("ssl.client.auth") or "none").lower()
     if client_auth not in _CLIENT_AUTH:
+        # Never the value: it may come from a placeholder (module docstring, "Messages").
         raise ConfigError(settings.key("ssl.client.auth"),
-                          f"{settings.get('ssl.client.auth')!r} is not one of none, requested, "
-                          "required")
+                          "is not one of none, requested, required")
     pair = _keystore(settings)
     trusted = _truststore(settings)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -6,6 +6,9 @@ ChaCha20-Poly1305 and AES-CBC (made from ``openssl ciphers -stdname``). An unkno
 a ConfigError. Python's ``ssl`` module cannot restrict TLS 1.3 suites (it has no
 ``SSL_CTX_set_ciphersuites``): every TLS 1.3 suite stays enabled whenever TLS 1.3 is, so a
 list naming only TLS 1.3 suites is refused rather than silently ignored.
+
+Errors name the key and the position of a bad entry in its list, never the entry: a value
+may come from a ``${provider:...}`` placeholder, and an element of it is part of a secret.
 """
 
 from __future__ import annotations
@@ -63,10 +66,12 @@ def openssl_ciphers(key: str, suites: list[str]) -> str | None:
     names = [s.strip() for s in suites if s.strip()]
     if not names:
         return None
-    unknown = [n for n in names if n not in IANA_TO_OPENSSL and n not in TLS13_SUITES]
+    unknown = [i for i, n in enumerate(names, 1)
+               if n not in IANA_TO_OPENSSL and n not in TLS13_SUITES]
     if unknown:
-        raise ConfigError(key, f"unknown or unsupported cipher suite(s) {', '.join(unknown)}; "
-                               "use IANA names such as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+        raise ConfigError(key, f"unknown or unsupported cipher suite at {_positions(unknown)} "
+                               f"of {len(names)}; use IANA names such as "
+                               "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
     mapped = [IANA_TO_OPENSSL[n] for n in names if n in IANA_TO_OPENSSL]
     if not mapped:
         raise ConfigError(key, "names only TLS 1.3 suites, which cannot be restricted here "
@@ -75,13 +80,22 @@ def openssl_ciphers(key: str, suites: list[str]) -> str | None:
     return ":".join(mapped)
 
 
-def _version(key: str, name: str) -> ssl.TLSVersion:
+def _positions(indexes: list[int]) -> str:
+    """``entry 2`` or ``entries 1, 3``: where in a list the bad elements are."""
+    listed = ", ".join(map(str, indexes))
+    return f"entry {listed}" if len(indexes) == 1 else f"entries {listed}"
+
+
+def _version(key: str, name: str, where: str, choices: str = "TLSv1.2 or TLSv1.3"
+             ) -> ssl.TLSVersion:
+    """The version ``name`` stands for; ``where`` says which entry it is in messages."""
     upper = name.strip().upper()
     if upper in _VERSIONS:
         return _VERSIONS[upper]
     if upper in _OLD:
-        raise ConfigError(key, f"{name} is not supported; only TLSv1.2 and TLSv1.3 are")
-    raise ConfigError(key, f"unknown protocol {name!r}; use TLSv1.2 or TLSv1.3")
+        raise ConfigError(key, f"{where} names a protocol older than TLSv1.2, which is not "
+                               "supported; only TLSv1.2 and TLSv1.3 are")
+    raise ConfigError(key, f"{where} is not a known protocol; use {choices}")
 
 
 def protocol_range(enabled_key: str, enabled: list[str], protocol_key: str, protocol: str
@@ -92,11 +106,11 @@ def protocol_range(enabled_key: str, enabled: list[str], protocol_key: str, prot
     names = [n for n in enabled if n.strip()]
     if not names:
         raise ConfigError(enabled_key, "no protocol enabled")
-    versions = [_version(enabled_key, n) for n in names]
+    versions = [_version(enabled_key, n, f"entry {i} of {len(names)}")
+                for i, n in enumerate(names, 1)]
     cap = (ssl.TLSVersion.TLSv1_3 if protocol.strip().upper() == "TLS"
-           else _version(protocol_key, protocol))
+           else _version(protocol_key, protocol, "the value", "TLS, TLSv1.2 or TLSv1.3"))
     low, high = min(versions), min(max(versions), cap)
     if low > high:
-        raise ConfigError(enabled_key, f"no enabled protocol is allowed by {protocol_key}="
-                                       f"{protocol}")
+        raise ConfigError(enabled_key, f"no enabled protocol is allowed by {protocol_key}")
     return low, high

@@ -20,6 +20,14 @@ they are resolved, values of ``${provider:...}`` placeholders) and, once
 scrubbed of them before any handler sees it. Logging is process-wide, so this memory is
 too; it is bounded, keeping the most recently seen values.
 
+**Pieces.** Code that reads a value often splits and trims it first (Kafka's ``LIST``
+type: comma-separated, each element trimmed; ``field:type`` mappings), then quotes one
+piece or builds key names from it (``transforms.<alias>.type``). Scrubbing the whole value
+misses those, so :func:`pieces` lists what a value may turn into and :class:`Redactor`
+replaces every piece, whatever its case, in a text: answers use it for the resolved and
+secret values of the request at hand; :data:`KNOWN_SECRETS` also remembers the elements
+of the values it is given.
+
 This module imports nothing of the worker: every layer, ``api`` included, may use it.
 """
 
@@ -66,6 +74,13 @@ SECRET_WORDS = ("password", "passwd", "secret", "token", "credential", "jaas",
 #: Values shorter than this are not scrubbed from free text: replacing every occurrence
 #: of a two-letter value would mangle messages while hiding next to nothing.
 MIN_REDACTED_LENGTH = 6
+#: The shortest piece of a value a :class:`Redactor` hides (answers: one request's text).
+MIN_PIECE_LENGTH = 4
+#: At most this many elements of one value are remembered by :data:`KNOWN_SECRETS`, so
+#: that one long list cannot push every other secret out of its bounded memory.
+MAX_REMEMBERED_ELEMENTS = 64
+
+_PARTS = re.compile(r"[\s:=]+")
 
 
 def unprefixed_names(name: str) -> list[str]:
@@ -126,6 +141,55 @@ def _redactable(value: str) -> bool:
     return len(value.strip()) >= MIN_REDACTED_LENGTH and value != HIDDEN
 
 
+def pieces(value: str, *, parts: bool = False, min_length: int = MIN_PIECE_LENGTH
+           ) -> set[str]:
+    """What ``value`` may be turned into before it is quoted: itself, trimmed, and each of
+    its comma-separated elements trimmed (Kafka's ``LIST``); with ``parts``, also the
+    pieces of each element between whitespace, ``:`` and ``=`` (``field:type`` mappings,
+    ``key=value`` options). Only pieces of at least ``min_length`` characters."""
+    found = {value, value.strip()}
+    elements = [element.strip() for element in value.split(",")]
+    found.update(elements)
+    if parts:
+        for element in elements:
+            found.update(part.strip() for part in _PARTS.split(element))
+    return {piece for piece in found
+            if len(piece.strip()) >= min_length and piece.lower() not in HIDDEN}
+
+
+class Redactor:
+    """Replaces every piece (:func:`pieces`) of some values by ``[hidden]`` in a text,
+    ignoring case, longest first; a redactor of no values returns texts unchanged.
+
+    For answers built from one request's values: validation errors, key names made of
+    list elements. Pieces are matched anywhere, so a piece that is also an ordinary word
+    is hidden there too; that is the price of never showing part of a secret. Of the
+    values in ``with_parts`` the parts of elements are hidden too (``pieces(parts=True)``).
+    """
+
+    def __init__(self, values: Iterable[str], *, with_parts: Iterable[str] = (),
+                 min_length: int = MIN_PIECE_LENGTH) -> None:
+        found: set[str] = set()
+        for value in values:
+            if value:
+                found |= pieces(value, min_length=min_length)
+        for value in with_parts:
+            if value:
+                found |= pieces(value, parts=True, min_length=min_length)
+        longest_first = sorted(found, key=lambda piece: (-len(piece), piece))
+        self._pattern = (re.compile("|".join(map(re.escape, longest_first)), re.IGNORECASE)
+                         if longest_first else None)
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def __call__(self, text: str) -> str:
+        return text if self._pattern is None else self._pattern.sub(HIDDEN, text)
+
+    def __repr__(self) -> str:
+        return "Redactor(...)"  # its pieces are secrets
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every occurrence of each secret replaced by ``[hidden]``, longest
     first (values shorter than :data:`MIN_REDACTED_LENGTH` are left alone)."""
@@ -142,43 +206,87 @@ class KnownSecrets:
     (:meth:`add_resolved`), which says where it came from without showing it.
     """
 
-    def __init__(self, limit: int = 2048) -> None:
+    def __init__(self, limit: int = 2048, max_chars: int = 1 << 20,
+                 pinned_limit: int = 256) -> None:
         self._limit = limit
+        self._max_chars = max_chars
+        self._chars = 0
         self._lock = threading.Lock()
         self._values: OrderedDict[str, str] = OrderedDict()  # value -> its replacement
+        # The worker's own secrets (its properties): never pushed out by what requests
+        # bring (a caller validating many large passwords could flush the others).
+        self._pinned: OrderedDict[str, str] = OrderedDict()
+        self._pinned_limit = pinned_limit
         # What redact() reads, replaced whole on each change (read without the lock).
         self._snapshot: tuple[re.Pattern[str], dict[str, str]] | None = None
 
     def add(self, values: Iterable[str], replacement: str = HIDDEN) -> None:
-        self._add((value, replacement) for value in values)
+        """Remember ``values`` and their comma-separated elements (:func:`pieces`)."""
+        self._add(pair for value in values
+                  for pair in _with_elements(value, replacement))
+
+    def pin(self, values: Iterable[str]) -> None:
+        """Remember the worker's own secret ``values`` (and their elements) for good: they
+        are kept apart from, and never pushed out by, the values requests bring."""
+        with self._lock:
+            for value, _ in (pair for v in values for pair in _with_elements(v, HIDDEN)):
+                if _redactable(value):
+                    self._pinned[value] = HIDDEN
+                    self._pinned.move_to_end(value)
+                    while len(self._pinned) > self._pinned_limit:
+                        self._pinned.popitem(last=False)
+            self._rebuild()
 
     def add_resolved(self, substituted: Mapping[str, str]) -> None:
-        """Remember the values of resolved placeholders (placeholder → value)."""
-        self._add((value, placeholder) for placeholder, value in substituted.items())
+        """Remember the values of resolved placeholders (placeholder → value): a whole
+        value shows as its placeholder, an element of it as ``[hidden]``."""
+        self._add(pair for placeholder, value in substituted.items()
+                  for pair in _with_elements(value, placeholder))
 
-    def add_config(self, config: Mapping[str, Any], types: Mapping[str, Any] | None = None
-                   ) -> None:
-        """Remember the values of ``config``'s secret keys."""
-        self.add(secret_values(config, types))
+    def add_config(self, config: Mapping[str, Any], types: Mapping[str, Any] | None = None,
+                   *, pin: bool = False) -> None:
+        """Remember the values of ``config``'s secret keys (``pin``: the worker's own)."""
+        if pin:
+            self.pin(secret_values(config, types))
+        else:
+            self.add(secret_values(config, types))
 
-    def _add(self, pairs: Iterable[tuple[str, str]]) -> None:
+    def _add(self, pairs: Iterable[tuple[str, str | None]]) -> None:
+        """Remember each ``(value, replacement)``; a None replacement (an element of a
+        list) is ``[hidden]`` and never replaces what a value is already known as."""
         with self._lock:
             changed = False
-            for value, replacement in pairs:
+            for value, wanted in pairs:
                 if not _redactable(value):
                     continue
-                if self._values.get(value) == replacement:
+                known = self._values.get(value)
+                replacement = wanted if wanted is not None else known or HIDDEN
+                if known == replacement:
                     self._values.move_to_end(value)
                     continue
+                if known is None:
+                    self._chars += len(value)
                 self._values[value] = replacement
                 self._values.move_to_end(value)
                 changed = True
-                while len(self._values) > self._limit:
-                    self._values.popitem(last=False)
+                # Bounded in count and in size: the pattern below is rebuilt on a change.
+                while len(self._values) > self._limit or (
+                        self._chars > self._max_chars and len(self._values) > 1):
+                    forgotten, _ = self._values.popitem(last=False)
+                    self._chars -= len(forgotten)
             if changed:
-                longest_first = sorted(self._values, key=len, reverse=True)
-                self._snapshot = (re.compile("|".join(map(re.escape, longest_first))),
-                                  dict(self._values))
+                self._rebuild()
+
+    def _rebuild(self) -> None:
+        """The pattern and replacements ``redact`` reads (under the lock)."""
+        merged = {**self._values, **{v: r for v, r in self._pinned.items()
+                                     if v not in self._values}}
+        if not merged:
+            self._snapshot = None
+            return
+        longest_first = sorted(merged, key=len, reverse=True)
+        self._snapshot = (re.compile("|".join(map(re.escape, longest_first)), re.IGNORECASE),
+                          merged)
 
     def redact(self, text: str) -> str:
         snapshot = self._snapshot
@@ -194,6 +302,8 @@ class KnownSecrets:
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+            self._pinned.clear()
+            self._chars = 0
             self._snapshot = None
 
     def __len__(self) -> int:
@@ -201,6 +311,15 @@ class KnownSecrets:
 
     def __repr__(self) -> str:
         return f"KnownSecrets({len(self._values)} values)"
+
+
+def _with_elements(value: str, replacement: str) -> Iterable[tuple[str, str | None]]:
+    """``(value, replacement)``, then each element of a list value, to be ``[hidden]``
+    unless known otherwise (None)."""
+    yield value, replacement
+    if "," in value:
+        elements = [e.strip() for e in value.split(",")][:MAX_REMEMBERED_ELEMENTS]
+        yield from ((element, None) for element in elements if element != value)
 
 
 KNOWN_SECRETS = KnownSecrets()

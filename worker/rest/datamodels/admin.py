@@ -39,7 +39,9 @@ class DynamicConfigResponse(ResponseModel):
     version: int = Field(description="Distributed: config-topic offset of the worker-config "
                                      "record applied (-1: none); standalone: revision of the "
                                      "stored overrides (0: none)")
-    overrides: dict[str, str] = Field(description="The overrides applied (raw values)")
+    overrides: dict[str, str] = Field(
+        description="The overrides applied (raw values; a secret's value is [hidden] "
+                    "unless it is only placeholders or the caller is an admin principal)")
     last_validation: LastValidationResponse
 
 

@@ -8,6 +8,16 @@ writes, so ``PATCH`` and ``DELETE`` are forwarded to it like connector writes.
 
 Bodies are read here, not by FastAPI: this API answers a body that is not a JSON object of
 strings or nulls with 400 naming the problem (Kafka's own resources answer 500 there).
+
+**Secrets in answers.** ``GET`` and ``PATCH`` answer the overrides as stored, except that
+the value of a secret key (a password, a private key) is ``[hidden]`` — as Kafka shows
+``PASSWORD`` values — unless it is only ``${provider:...}`` placeholders (which say where
+the secret is, not what it is) or the caller is an admin principal
+(``rest.admin.principals``): an admin may write the value anyway, and the Airflow
+certificate-rotation operator reads the overrides to put them back if a rotation fails.
+Without ``rest.admin.principals`` nobody is an admin principal, so nobody reads a password
+in clear: an open API shows none. ``worker.rest.deps.reveals_secrets`` decides, for
+``/admin/worker`` too.
 """
 
 from __future__ import annotations
@@ -16,8 +26,8 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
-from starlette.exceptions import HTTPException
 
+from worker.config.dynamic import shown
 from worker.errors import BadRequestError
 from worker.herder.models import WorkerConfigValidation
 from worker.rest.datamodels.worker_config import (
@@ -25,7 +35,7 @@ from worker.rest.datamodels.worker_config import (
     WorkerConfigPatch,
     WorkerConfigValidationResponse,
 )
-from worker.rest.deps import HerderDep
+from worker.rest.deps import HerderDep, RevealSecrets, require_json
 from worker.rest.openapi import CLUSTER_CONFLICT, error_responses
 from worker.rest.routing import ConnectRoute
 
@@ -44,19 +54,10 @@ BODY_DOC: dict[str, Any] = {"requestBody": {
                                                   "/etc/connect/tls/worker-2.p12"}}}}}
 
 
-def _is_json(content_type: str | None) -> bool:
-    if not content_type:
-        return True  # as FastAPI: no content type is read as JSON
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/")
-                                            and media.endswith("+json"))
-
-
 async def patch_body(request: Request) -> WorkerConfigPatch:
     """The body as a map of keys to strings or None; 400 naming the problem, 415 if not
     sent as JSON. Values are never quoted: they may be secrets."""
-    if not _is_json(request.headers.get("content-type")):
-        raise HTTPException(status_code=415)
+    require_json(request)
     raw = await request.body()
     if not raw.strip():
         raise BadRequestError("Request body is missing")
@@ -77,11 +78,13 @@ async def patch_body(request: Request) -> WorkerConfigPatch:
 PatchBody = Annotated[WorkerConfigPatch, Depends(patch_body)]
 
 
-@router.get("", summary="Get the dynamic worker configuration overrides in force (raw)")
-def get_overrides(herder: HerderDep) -> dict[str, str]:
+@router.get("", summary="Get the dynamic worker configuration overrides in force (raw; "
+                        "secrets [hidden] but for admin principals)")
+def get_overrides(herder: HerderDep, reveal: RevealSecrets) -> dict[str, str]:
     """200 with the overrides stored for the cluster; placeholders are returned unresolved,
-    static worker properties are not included."""
-    return herder.worker_config_overrides()
+    a secret's value as ``[hidden]`` (see the module docstring), static worker properties
+    are not included."""
+    return shown(herder.worker_config_overrides(), reveal_secrets=reveal)
 
 
 @router.post("/validate", summary="Validate a change of the dynamic worker configuration",
@@ -100,10 +103,12 @@ def validate_overrides(patch: PatchBody, herder: HerderDep) -> WorkerConfigValid
                         "JSON object of strings and nulls, or a change that failed "
                         "validation (nothing is stored)"),
                   CLUSTER_CONFLICT, NOT_JSON))
-def patch_overrides(patch: PatchBody, herder: HerderDep) -> dict[str, str]:
-    """200 with the overrides in force, once stored and applied on the worker that wrote
-    them (the leader in a cluster; the others apply it as they read it)."""
-    return herder.patch_worker_config(patch)
+def patch_overrides(patch: PatchBody, herder: HerderDep, reveal: RevealSecrets
+                    ) -> dict[str, str]:
+    """200 with the overrides in force (shown as ``GET`` shows them), once stored and
+    applied on the worker that wrote them (the leader in a cluster; the others apply it
+    as they read it)."""
+    return shown(herder.patch_worker_config(patch), reveal_secrets=reveal)
 
 
 @router.delete("/{name}", status_code=204, response_class=Response,

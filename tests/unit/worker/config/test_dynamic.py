@@ -17,7 +17,9 @@ from worker.config.dynamic import (
     DynamicConfigManager,
     LastValidation,
     ValidationStatus,
+    is_reference,
     merge,
+    shown,
 )
 from worker.config.reconfigurable import Reconfigurable
 from worker.config.worker_config import WorkerConfig
@@ -308,3 +310,104 @@ def test_a_part_that_cannot_take_the_overrides_keeps_its_static_config() -> None
     assert CLIENT_AUTH in dynamic.whitelist()  # registered all the same: later changes
     assert dynamic.apply(3, {CLIENT_AUTH: "required"})
     assert picky.applied == [{**STATIC, CLIENT_AUTH: "required"}]
+
+
+# --- issue #41: a part's message never shows a resolved or secret value -------------------
+
+class Quoting(Part):
+    """A careless part: its messages quote the values it is given, whole, trimmed, split,
+    upper-cased; ``fail`` makes ``reconfigure`` raise such a message too."""
+
+    def __init__(self, key: str, *, fail: bool = False) -> None:
+        super().__init__(key, PASSWORD, CLIENT_AUTH)
+        self.key = key
+        self.fail_with_config_error = fail
+
+    def validate_reconfiguration(self, configs: Mapping[str, str]) -> None:
+        if not self.fail_with_config_error:
+            self._complain(configs)
+
+    def reconfigure(self, configs: Mapping[str, str]) -> None:
+        if self.fail_with_config_error:
+            self._complain(configs)
+        super().reconfigure(configs)
+
+    def _complain(self, configs: Mapping[str, str]) -> None:
+        value = configs[self.key]
+        pieces = [piece.strip() for piece in value.split(",")]
+        raise ConfigError(self.key, f"{value!r} / {value.strip().upper()} / "
+                                    f"{' and '.join(pieces)} / password {configs[PASSWORD]}")
+
+
+LIST_SECRET = "Alpha-Element-7781 , Beta-Element-2290"
+
+
+@pytest.fixture
+def list_file(tmp_path: Path) -> Path:
+    path = tmp_path / "lists.properties"
+    path.write_text(f"auth={LIST_SECRET}\n", encoding="utf-8")
+    return path
+
+
+def quoting_manager() -> DynamicConfigManager:
+    return DynamicConfigManager.for_worker(WorkerConfig({
+        "listeners": "https://127.0.0.1:8443", "config.providers": "file",
+        "config.providers.file.class": "FileConfigProvider",
+        PASSWORD: "static-Literal-Pw-55"}))
+
+
+def shows_nothing_secret(text: str) -> None:
+    lowered = text.lower()
+    for needle in (LIST_SECRET, "Alpha-Element-7781", "Beta-Element-2290",
+                   "static-Literal-Pw-55"):
+        assert needle.lower() not in lowered, text
+
+
+def test_a_part_s_message_is_scrubbed_of_resolved_and_secret_values(
+        list_file: Path, caplog: pytest.LogCaptureFixture) -> None:
+    dynamic = quoting_manager()
+    dynamic.register(Quoting(CLIENT_AUTH))
+    placeholder = f"${{file:{list_file}:auth}}"
+    errors = dynamic.validate({CLIENT_AUTH: placeholder})
+    [message] = errors[CLIENT_AUTH]
+    shows_nothing_secret(message)
+    assert placeholder in message  # the whole value is shown as its placeholder
+    assert "[hidden] and [hidden]" in message
+    assert "password [hidden]" in message  # a secret key's value, literal
+    # Applying fails the same way; the recorded message and the log are scrubbed too.
+    assert not dynamic.apply(1, {CLIENT_AUTH: placeholder})
+    recorded = dynamic.state().last_validation.message
+    assert recorded is not None and "[hidden] and [hidden]" in recorded
+    shows_nothing_secret(recorded)
+    shows_nothing_secret(caplog.text)
+
+
+def test_a_part_failing_to_reconfigure_reports_a_scrubbed_message(list_file: Path) -> None:
+    dynamic = quoting_manager()
+    dynamic.register(Quoting(CLIENT_AUTH, fail=True))
+    assert not dynamic.apply(1, {CLIENT_AUTH: f"${{file:{list_file}:auth}}"})
+    recorded = dynamic.state().last_validation.message
+    assert recorded is not None and recorded.startswith("Quoting failed to reconfigure: ")
+    shows_nothing_secret(recorded)
+
+
+@pytest.mark.parametrize(("value", "reference"), [
+    ("${file:/etc/tls/secrets.properties:ks}", True),
+    (" ${file:/a:x}${env:B} ", True),
+    ("prefix-${env:KS_PW}", False),
+    ("plain-password", False),
+    ("", False),
+])
+def test_a_reference_is_nothing_but_placeholders(value: str, reference: bool) -> None:
+    assert is_reference(value) is reference
+
+
+def test_shown_hides_a_secret_s_value_unless_a_reference_or_revealed() -> None:
+    overrides = {KEYSTORE: "/tls/ks.p12", PASSWORD: "clear-pw",
+                 "listeners.https.ssl.key.password": "${file:/s.properties:key}",
+                 "admin.listeners.https.ssl.truststore.password": "x-${env:T}",
+                 CLIENT_AUTH: "required"}
+    assert shown(overrides, reveal_secrets=False) == {
+        **overrides, PASSWORD: "[hidden]",
+        "admin.listeners.https.ssl.truststore.password": "[hidden]"}
+    assert shown(overrides, reveal_secrets=True) == overrides

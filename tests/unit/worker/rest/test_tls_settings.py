@@ -263,3 +263,71 @@ def test_private_key_reaches_openssl_without_touching_disk_unencrypted(
     assert b"-----BEGIN PRIVATE KEY-----" not in content
     assert stat.S_IMODE(mode) == 0o600
     assert not Path(path).exists() and not Path(path).parent.exists()  # deleted at once
+
+
+# --- issue #41: a value never appears in a message -------------------------------------------
+
+MARK = "Resolved-Secret-Value-9d1c"  # what a ${provider:...} placeholder resolved to
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("ssl.client.auth", MARK, "is not one of none, requested, required"),
+    ("ssl.client.auth", f" {MARK.upper()} ", "is not one of none, requested, required"),
+    ("ssl.enabled.protocols", f"TLSv1.2, {MARK}", "entry 2 of 2 is not a known protocol"),
+    ("ssl.enabled.protocols", f"{MARK},TLSv1.2", "entry 1 of 2 is not a known protocol"),
+    ("ssl.protocol", MARK, "the value is not a known protocol; use TLS, TLSv1.2 or"),
+    ("ssl.cipher.suites", f"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, {MARK}, x{MARK}",
+     "unknown or unsupported cipher suite at entries 2, 3 of 3"),
+    ("ssl.keystore.type", MARK, "unsupported store type; use PKCS12 or PEM"),
+    ("ssl.truststore.type", f"{MARK}", "unsupported store type; use PKCS12 or PEM"),
+    ("ssl.keystore.location", f"/nowhere/{MARK}.p12", "the file does not exist"),
+    ("ssl.truststore.location", f"/nowhere/{MARK}.p12", "the file does not exist"),
+])
+def test_messages_name_the_key_and_the_problem_never_the_value(
+        tmp_path: Path, server: Issued, key: str, value: str, words: str) -> None:
+    store = server.write_pkcs12(tmp_path / "k.p12", PASSWORD)
+    config = {"ssl.keystore.location": str(store), "ssl.keystore.password": PASSWORD,
+              "ssl.truststore.location": str(ca_file(tmp_path)), "ssl.truststore.type": "PEM",
+              "ssl.client.auth": "required", key: value}
+    error = _error(config)
+    assert error.key == key
+    assert words in str(error)
+    assert MARK.lower() not in str(error).lower()
+    assert "nowhere" not in str(error)
+
+
+def ca_file(tmp_path: Path) -> Path:
+    return TestCA().write_pem_truststore(tmp_path / "ca.pem")
+
+
+@pytest.mark.parametrize("content", [b"not a keystore at all", b"\xfe\xed\xfe\xed" + bytes(64),
+                                     b"\xce\xce\xce\xce" + bytes(64)])
+def test_store_files_of_the_wrong_kind_are_described_without_their_path(
+        tmp_path: Path, content: bytes) -> None:
+    where = tmp_path / MARK
+    where.mkdir()
+    (where / "k.bin").write_bytes(content)
+    for key in ("ssl.keystore.location", "ssl.truststore.location"):
+        config = {"ssl.keystore.location": str(where / "k.bin"),
+                  "ssl.keystore.password": PASSWORD, key: str(where / "k.bin")}
+        message = str(_error(config))
+        assert MARK not in message and "k.bin" not in message
+        assert "keystore file" in message or "truststore file" in message
+
+
+def test_a_directory_is_not_a_keystore(tmp_path: Path) -> None:
+    error = _error({"ssl.keystore.location": str(tmp_path)})
+    assert error.key == "ssl.keystore.location"
+    assert "the path is not a regular file" in str(error)
+    assert str(tmp_path) not in str(error)
+
+
+def test_a_wrong_password_names_the_password_key_not_the_file(tmp_path: Path,
+                                                              server: Issued) -> None:
+    store = server.write_pkcs12(tmp_path / f"{MARK}.p12", PASSWORD)
+    error = _error({"ssl.keystore.location": str(store),
+                    "ssl.keystore.password": f"{PASSWORD}-wrong"})
+    assert error.key == "ssl.keystore.password"
+    assert str(error).endswith("the keystore file cannot be opened: wrong password, or a "
+                               "corrupt PKCS12 file")
+    assert MARK not in str(error)

@@ -10,18 +10,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.unit.worker.rest.conftest import KEYSTORE, FakeHerder, FakeTlsListener
-from worker.config.worker_config import WorkerConfig
+from worker.config.worker_config import StandaloneConfig, WorkerConfig
 from worker.errors import StorageError
 from worker.herder.standalone import StandaloneHerder
 from worker.plugins.registry import builtin_registry
 from worker.rest.app import create_app
 from worker.rest.routes.admin import SERVED_LISTENERS
+from worker.rest.security.extensions import rest_security
 from worker.runtime.worker import Worker
 from worker.storage.memory import (
     MemoryConfigBackingStore,
@@ -230,3 +232,70 @@ def test_utc_is_kept_as_utc() -> None:
     model = CertificateResponse(sha256="0" * 64, subject="CN=a", issuer="CN=a", serial="1",
                                 not_before=when, not_after=when.replace(tzinfo=None))
     assert model.not_before == model.not_after == "2030-01-01T00:00:00Z"
+
+
+# --- issue #41: passwords in clear only for admin principals ---------------------------------
+
+CLEAR = "Clear-Keystore-Pw-4417"
+USERS = {"admin": "Admin-Pw-1", "viewer": "Viewer-Pw-2"}
+
+
+def secured_client(tmp_path: Path, herder: FakeHerder, principals: str | None) -> TestClient:
+    """The app behind real basic auth (users admin and viewer), ``rest.admin.principals``
+    set to ``principals`` (None: not set)."""
+    users = tmp_path / "users.properties"
+    users.write_text("".join(f"{u}={p}\n" for u, p in USERS.items()), encoding="utf-8")
+    props = {"listeners": "http://127.0.0.1:8083",
+             "rest.extension.classes": "BasicAuthSecurityRestExtension",
+             "rest.basic.auth.credentials.file": str(users)}
+    if principals is not None:
+        props["rest.admin.principals"] = principals
+    security = rest_security(StandaloneConfig(props), builtin_registry(), herder, "w:1")
+    return TestClient(create_app(herder, security))
+
+
+def as_user(user: str) -> tuple[str, str]:
+    return user, USERS[user]
+
+
+def overrides_seen(client: TestClient, user: str) -> tuple[dict[str, str], dict[str, str]]:
+    """What ``user`` reads in ``GET /admin/dynamic-worker-config`` and ``/admin/worker``."""
+    read = client.get(BASE, auth=as_user(user))
+    worker = client.get("/admin/worker", auth=as_user(user))
+    assert read.status_code == 200 and worker.status_code == 200
+    overrides: dict[str, str] = worker.json()["dynamic_config"]["overrides"]
+    return read.json(), overrides
+
+
+def test_a_password_in_clear_is_hidden_but_from_admin_principals(
+        tmp_path: Path, herder: FakeHerder) -> None:
+    client = secured_client(tmp_path, herder, "admin")
+    change = {KEYSTORE: "/tls/new.p12", PASSWORD: CLEAR,
+              "listeners.https.ssl.key.password": "${env:KS_PW}"}
+    patched = client.patch(BASE, json=change, auth=as_user("admin"))
+    assert patched.status_code == 200 and patched.json() == change  # the admin's own
+    masked = {**change, PASSWORD: "[hidden]"}  # the placeholder is no secret: shown
+    assert overrides_seen(client, "viewer") == (masked, masked)
+    assert overrides_seen(client, "admin") == (change, change)
+    # Without credentials: 401 before anything is read.
+    assert client.get(BASE).status_code == 401
+
+
+def test_without_admin_principals_nobody_reads_a_password_in_clear(
+        tmp_path: Path, herder: FakeHerder) -> None:
+    client = secured_client(tmp_path, herder, None)
+    change = {KEYSTORE: "/tls/new.p12", PASSWORD: CLEAR}
+    patched = client.patch(BASE, json=change, auth=as_user("viewer"))
+    assert patched.status_code == 200
+    masked = {KEYSTORE: "/tls/new.p12", PASSWORD: "[hidden]"}
+    assert patched.json() == masked
+    assert overrides_seen(client, "admin") == (masked, masked)
+    assert herder.worker_overrides == change  # stored as written, only shown masked
+
+
+def test_an_open_api_hides_a_password_in_clear(client: TestClient, herder: FakeHerder) -> None:
+    change = {KEYSTORE: "/tls/new.p12", PASSWORD: f"prefix-${{env:KS_PW}}-{CLEAR}"}
+    assert client.patch(BASE, json=change).json() == {KEYSTORE: "/tls/new.p12",
+                                                      PASSWORD: "[hidden]"}
+    assert CLEAR not in client.get(BASE).text
+    assert CLEAR not in client.get("/admin/worker").text

@@ -112,6 +112,64 @@ class TestKnownSecrets:
         assert SECRET not in repr(known)
 
 
+class TestPieces:
+    """Issue #41: what a value may be turned into before it is quoted."""
+
+    def test_whole_trimmed_and_comma_elements(self) -> None:
+        assert secrets.pieces("  Alpha-1, Beta-22 ,x,") == {
+            "  Alpha-1, Beta-22 ,x,", "Alpha-1, Beta-22 ,x,", "Alpha-1", "Beta-22"}
+
+    def test_parts_of_elements_on_request(self) -> None:
+        assert secrets.pieces("f1:int8, name=Secret-Part") == {
+            "f1:int8, name=Secret-Part", "f1:int8", "name=Secret-Part"}
+        assert secrets.pieces("f1:int8, name=Secret-Part", parts=True) == {
+            "f1:int8, name=Secret-Part", "f1:int8", "name=Secret-Part", "int8", "name",
+            "Secret-Part"}
+
+    def test_too_short_and_hidden_itself_are_no_pieces(self) -> None:
+        assert secrets.pieces("ab,hidden,[hidden]") == {"ab,hidden,[hidden]"}
+        assert secrets.pieces("abc", min_length=4) == set()
+
+
+class TestRedactor:
+    def test_every_piece_whatever_its_case_longest_first(self) -> None:
+        hide = secrets.Redactor(["Alpha-Element-1, Beta-Element-2"])
+        text = ("transforms.Alpha-Element-1.type, alias 'BETA-ELEMENT-2', "
+                "whole Alpha-Element-1, Beta-Element-2")
+        assert hide(text) == (f"transforms.{HIDDEN}.type, alias '{HIDDEN}', whole {HIDDEN}")
+
+    def test_parts_only_of_the_values_asked(self) -> None:
+        hide = secrets.Redactor(["orders-topic"], with_parts=["field:Secret-Type"])
+        assert hide("Invalid type Secret-Type for field; orders-topic") == \
+            f"Invalid type {HIDDEN} for {HIDDEN}; {HIDDEN}"
+        assert secrets.Redactor(["field:Secret-Type"])("Invalid type Secret-Type") == \
+            "Invalid type Secret-Type"
+
+    def test_no_values_no_change(self) -> None:
+        hide = secrets.Redactor(["", "abc"])
+        assert not hide
+        assert hide("abc stays") == "abc stays"
+        assert "Alpha" not in repr(secrets.Redactor(["Alpha-Element-1"]))
+
+
+class TestKnownSecretsPieces:
+    def test_elements_of_values_and_of_resolved_values(self) -> None:
+        known = KnownSecrets()
+        known.add(["Secret-One-x1, Secret-Two-x2"])
+        known.add_resolved({"${file:/s.properties:topics}": "Topic-Alpha-1,Topic-Beta-22"})
+        assert known.redact("subscribed to Topic-Beta-22 with secret-two-X2; "
+                            "topics Topic-Alpha-1,Topic-Beta-22") == (
+            f"subscribed to {HIDDEN} with {HIDDEN}; topics ${{file:/s.properties:topics}}")
+
+    def test_one_long_list_cannot_push_every_other_secret_out(self) -> None:
+        known = KnownSecrets(limit=200)
+        known.add([SECRET])
+        many = ",".join(f"element-{i:04d}" for i in range(1000))
+        known.add([many])
+        assert len(known) <= 2 + secrets.MAX_REMEMBERED_ELEMENTS
+        assert known.redact(SECRET) == HIDDEN
+
+
 class TestLogRecords:
     def record(self, msg: str, *args: object, exc: bool = False) -> logging.LogRecord:
         exc_info = sys.exc_info() if exc else None
@@ -170,3 +228,31 @@ class TestConfigException:
             assert message == f"Invalid value [hidden] for configuration {key}: bad"
         assert str(ConfigException("linger.ms", "x", "bad")) == \
             "Invalid value x for configuration linger.ms: bad"
+
+
+def test_an_element_does_not_replace_what_a_value_is_known_as() -> None:
+    known = KnownSecrets()
+    known.add_resolved({"${file:/s:dlq}": "Topic-Alpha-1",
+                        "${file:/s:topics}": "Topic-Alpha-1,Topic-Beta-22"})
+    snapshot = known._snapshot
+    # Resolving the same again changes nothing (no new pattern to build).
+    known.add_resolved({"${file:/s:dlq}": "Topic-Alpha-1",
+                        "${file:/s:topics}": "Topic-Alpha-1,Topic-Beta-22"})
+    assert known._snapshot is snapshot
+    assert known.redact("dlq Topic-Alpha-1, other Topic-Beta-22") == \
+        f"dlq ${{file:/s:dlq}}, other {HIDDEN}"
+
+
+def test_known_secrets_stay_bounded_in_size_and_keep_the_workers_own() -> None:
+    known = KnownSecrets(limit=100, max_chars=10_000)
+    known.pin(["Worker-Own-Keystore-Pw"])
+    # A caller validating many large, distinct passwords...
+    known.add([f"{i:04d}" + "p" * 3000 for i in range(50)])
+    # ... is remembered only within the size bound (the newest first) ...
+    assert len(known) <= 4
+    assert "[hidden]" in known.redact("0049" + "p" * 3000)
+    assert known.redact("0000" + "p" * 3000) == "0000" + "p" * 3000  # the oldest: gone
+    # ... and never pushes out the worker's own.
+    assert known.redact("pw=Worker-Own-Keystore-Pw") == "pw=[hidden]"
+    known.clear()
+    assert known.empty and known.redact("Worker-Own-Keystore-Pw") == "Worker-Own-Keystore-Pw"
