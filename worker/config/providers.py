@@ -8,22 +8,27 @@ Kafka's worker properties (KIP-297)::
     config.providers.env.class=EnvVarConfigProvider
 
 name the providers; a value anywhere may then hold ``${provider:[path:]key}`` placeholders,
-found with Kafka's pattern (``ConfigTransformer.DEFAULT_PATTERN``): the provider name up to
-the first ``:``, an optional path up to the next ``:``, the key up to ``}``. Replacement is a
-single pass (a resolved value is never scanned again) and each ``(provider, path)`` is read
-once per map, with all the keys wanted from it.
+found as Kafka's pattern (``ConfigTransformer.DEFAULT_PATTERN``) finds them, in linear time:
+the provider name up to the first ``:``, an optional path up to the next ``:``, the key up to
+``}``. Replacement is a single pass (a resolved value is never scanned again) and each
+``(provider, path)`` is read once per map, with all the keys wanted from it.
 
 Unlike Kafka, which leaves a placeholder it cannot resolve in the value as written, every
 placeholder must resolve: an unknown provider, a path that cannot be read or is not allowed,
 a missing key is a :class:`~worker.errors.ConfigError` naming the config key and the
 placeholder as written (``docs/limitations.md``). Messages never hold a resolved value.
+
+Any REST user can have a map resolved (validating a connector config does), so what one
+map costs is bounded, where Kafka bounds nothing: at most :data:`MAX_LOOKUPS` distinct
+``(provider, path)`` reads, and :data:`MAX_RESOLVED_CHARS` characters of resolved values;
+a placeholder past either limit does not resolve, with an error saying which.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
@@ -42,8 +47,18 @@ log = logging.getLogger(__name__)
 CONFIG_PROVIDERS = "config.providers"
 PREFIX = CONFIG_PROVIDERS + "."
 
-#: Kafka's ``ConfigTransformer.DEFAULT_PATTERN``, character for character.
-PLACEHOLDER = re.compile(r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}")
+#: Kafka's ``ConfigTransformer.DEFAULT_PATTERN``, character for character; matched by
+#: :data:`PLACEHOLDER`, never by ``re`` (see :class:`PlaceholderSyntax`).
+KAFKA_PATTERN = r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}"
+
+#: The most characters of resolved values one map may take: what the providers returned
+#: for it and what its placeholders expand to, counted together. One placeholder repeated
+#: would otherwise multiply a value (a 1 MiB file, 50,000 times in a 1 MiB body).
+MAX_RESOLVED_CHARS = 4 * 1024 * 1024
+#: The most ``(provider, path)`` pairs one map may read: each is a read of the file system
+#: (or a secret store), and one file can be named in many ways (``/a/b``, ``/a//b``,
+#: ``/a/./b``), 14,000 of them in a 1 MiB body.
+MAX_LOOKUPS = 256
 
 
 @dataclass(frozen=True)
@@ -55,14 +70,76 @@ class Placeholder:
     key: str
     text: str
 
-    @classmethod
-    def from_match(cls, match: re.Match[str]) -> Placeholder:
-        return cls(match.group(1), match.group(3) or "", match.group(4), match.group(0))
+
+def _scan(value: str) -> Iterator[tuple[int, int, Placeholder]]:
+    """Each match of :data:`KAFKA_PATTERN` in ``value``, with its start and end.
+
+    No group may hold ``}``, so a match runs from ``${`` to the first ``}`` after it, and
+    needs a ``:`` in between; Kafka's lazy groups then split it at the first ``:``
+    (provider) and, when there is one, the second (path), the key taking the rest. When a
+    ``${`` has no ``:`` before its ``}``, no ``${`` before that ``}`` has one either:
+    scanning resumes after it, so each character is looked at a bounded number of times.
+    """
+    pos = 0
+    while True:
+        start = value.find("${", pos)
+        if start < 0:
+            return
+        end = value.find("}", start + 2)
+        if end < 0:
+            return
+        pos = end + 1
+        first = value.find(":", start + 2, end)
+        if first < 0:
+            continue
+        second = value.find(":", first + 1, end)
+        provider = value[start + 2:first]
+        if second < 0:
+            path, key = "", value[first + 1:end]
+        else:
+            path, key = value[first + 1:second], value[second + 1:end]
+        yield start, pos, Placeholder(provider, path, key, value[start:pos])
+
+
+class PlaceholderSyntax:
+    """Kafka's placeholder pattern with the part of ``re.Pattern``'s interface this
+    project uses, in linear time.
+
+    Python's backtracking ``re`` takes cubic time on :data:`KAFKA_PATTERN` (2,000
+    characters of ``${a:`` took 100 s of CPU, holding the GIL), and any REST user can have
+    a value scanned by validating a config, so the pattern is matched by :func:`_scan`,
+    with the same results (``tests/unit/worker/config/test_providers.py`` compares them).
+    """
+
+    pattern = KAFKA_PATTERN
+
+    def finditer(self, value: str) -> Iterator[Placeholder]:
+        return (found for _, _, found in _scan(value))
+
+    def search(self, value: str) -> Placeholder | None:
+        return next(self.finditer(value), None)
+
+    def sub(self, repl: str | Callable[[Placeholder], str], value: str) -> str:
+        """``value`` with each placeholder replaced by ``repl`` (a string taken as it is,
+        or called with the placeholder)."""
+        parts: list[str] = []
+        pos = 0
+        for start, end, found in _scan(value):
+            parts.append(value[pos:start])
+            parts.append(repl if isinstance(repl, str) else repl(found))
+            pos = end
+        if not parts:
+            return value
+        parts.append(value[pos:])
+        return "".join(parts)
+
+
+PLACEHOLDER = PlaceholderSyntax()
 
 
 def placeholders(value: str) -> list[Placeholder]:
     """The placeholders in ``value``, in order."""
-    return [Placeholder.from_match(m) for m in PLACEHOLDER.finditer(value)]
+    return list(PLACEHOLDER.finditer(value))
 
 
 def has_placeholders(value: str | None) -> bool:
@@ -85,10 +162,13 @@ class Resolution:
 
         For messages built from resolved values (validation errors quote values). A value
         is replaced where it stands as a whole token, so a short value does not mangle
-        the words around it; the longest values go first.
+        the words around it; the longest values go first, each once (however many ways
+        its placeholder was spelled).
         """
-        for placeholder, value in sorted(self.substituted.items(),
-                                         key=lambda item: -len(item[1])):
+        by_value: dict[str, str] = {}
+        for placeholder, value in self.substituted.items():
+            by_value.setdefault(value, placeholder)
+        for value, placeholder in sorted(by_value.items(), key=lambda item: -len(item[0])):
             if value.strip():
                 pattern = rf"(?<!\w){re.escape(value)}(?!\w)"
                 # In a replacement string only backslashes are special.
@@ -121,10 +201,29 @@ class _Failed:
 _Lookups = dict[tuple[str, str], dict[str, str] | _Failed]
 
 
-def _substitute(match: re.Match[str], looked_up: _Lookups, substituted: dict[str, str],
-                problems: list[str]) -> str:
+class _Budget:
+    """What is left of :data:`MAX_RESOLVED_CHARS` (or the transformer's own limit) while
+    one map is resolved."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        if self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
+    @property
+    def reason(self) -> str:
+        return (f"the values resolved for this config would take more than {self.limit} "
+                "characters")
+
+
+def _substitute(found: Placeholder, looked_up: _Lookups, substituted: dict[str, str],
+                problems: list[str], budget: _Budget) -> str:
     """The value of one placeholder; or the placeholder itself, with the problem noted."""
-    found = Placeholder.from_match(match)
     values = looked_up[(found.provider, found.path)]
     if isinstance(values, _Failed):
         problems.append(f"cannot resolve {found.text}: {values.reason}")
@@ -132,6 +231,8 @@ def _substitute(match: re.Match[str], looked_up: _Lookups, substituted: dict[str
         where = f" at path {found.path}" if found.path else ""
         problems.append(f"cannot resolve {found.text}: config provider '{found.provider}' "
                         f"has no key '{found.key}'{where}")
+    elif not budget.take(len(values[found.key])):
+        problems.append(f"cannot resolve {found.text}: {budget.reason}")
     else:
         substituted[found.text] = values[found.key]
         return values[found.key]
@@ -141,11 +242,14 @@ def _substitute(match: re.Match[str], looked_up: _Lookups, substituted: dict[str
 class ConfigTransformer:
     """Resolves the placeholders of string maps with a worker's config providers.
 
-    Thread-safe as far as the providers are (Kafka requires it of them).
+    Thread-safe as far as the providers are (Kafka requires it of them). One map may
+    resolve to at most ``max_resolved_chars`` characters (:data:`MAX_RESOLVED_CHARS`).
     """
 
-    def __init__(self, providers: Mapping[str, ConfigProvider] | None = None) -> None:
+    def __init__(self, providers: Mapping[str, ConfigProvider] | None = None, *,
+                 max_resolved_chars: int = MAX_RESOLVED_CHARS) -> None:
         self.providers: dict[str, ConfigProvider] = dict(providers or {})
+        self.max_resolved_chars = max_resolved_chars
 
     def transform(self, configs: Mapping[str, str]) -> dict[str, str]:
         """``configs`` with every placeholder resolved.
@@ -165,7 +269,10 @@ class ConfigTransformer:
         for value in configs.values():
             for found in placeholders(value) if value is not None else ():
                 wanted.setdefault((found.provider, found.path), set()).add(found.key)
-        looked_up = {where: self._lookup(*where, keys) for where, keys in wanted.items()}
+        budget = _Budget(self.max_resolved_chars)
+        too_many = _Failed(f"this config names more than {MAX_LOOKUPS} provider paths")
+        looked_up = {where: self._lookup(*where, keys, budget) if n < MAX_LOOKUPS
+                     else too_many for n, (where, keys) in enumerate(wanted.items())}
         data: dict[str, str] = {}
         errors: dict[str, str] = {}
         substituted: dict[str, str] = {}
@@ -173,7 +280,7 @@ class ConfigTransformer:
             problems: list[str] = []
             resolved = value if not has_placeholders(value) else PLACEHOLDER.sub(
                 partial(_substitute, looked_up=looked_up, substituted=substituted,
-                        problems=problems), value)
+                        problems=problems, budget=budget), value)
             data[key] = value if problems else resolved
             if problems:
                 errors[key] = problems[0]
@@ -183,8 +290,10 @@ class ConfigTransformer:
         KNOWN_SECRETS.add_resolved(substituted)
         return Resolution(data, errors, substituted)
 
-    def _lookup(self, name: str, path: str, keys: set[str]) -> dict[str, str] | _Failed:
-        """The provider's values for ``keys`` at ``path``, or why they cannot be had."""
+    def _lookup(self, name: str, path: str, keys: set[str], budget: _Budget
+                ) -> dict[str, str] | _Failed:
+        """The provider's values for ``keys`` at ``path`` (only those), or why they cannot
+        be had."""
         provider = self.providers.get(name)
         if provider is None:
             listed = ", ".join(sorted(self.providers)) or "none"
@@ -197,7 +306,10 @@ class ConfigTransformer:
         except Exception as exc:  # noqa: BLE001 - provider code: report, never crash
             # Its message is not shown: a provider may put anything there, even a secret.
             return _Failed(f"config provider '{name}' failed with {type(exc).__name__}")
-        return {str(k): str(v) for k, v in found.data.items()}
+        values = {str(k): str(v) for k, v in found.data.items() if k in keys}
+        if not budget.take(sum(len(v) for v in values.values())):
+            return _Failed(budget.reason)
+        return values
 
     def close(self) -> None:
         """Close every provider (a failing close is logged, never raised)."""

@@ -7,10 +7,14 @@ and ``JKS``. No maintained Python library reads JKS, so a JKS file is refused wi
 PKCS12 (``keytool``'s default since Java 9) is read.
 
 Every problem is a :class:`~worker.errors.ConfigError` naming the key and the problem;
-passwords and key material never appear in a message. A private key reaches OpenSSL
-without touching the disk unencrypted: through an anonymous in-memory file
-(``os.memfd_create``); where that does not exist, through a 0600 file in a private
-directory, encrypted with a one-time password and deleted as soon as OpenSSL has read it.
+no value appears in a message — not a password, not key material, not even a location or
+a store type, which may have been resolved from a ``${provider:...}`` placeholder. A file
+is "the keystore file" or "the truststore file" there: the key says which.
+
+A private key reaches OpenSSL without touching the disk unencrypted: through an anonymous
+in-memory file (``os.memfd_create``); where that does not exist, through a 0600 file in a
+private directory, encrypted with a one-time password and deleted as soon as OpenSSL has
+read it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from worker.errors import ConfigError
+from worker.util.files import FileTooLargeError, NotRegularFileError, read_regular_file
 
 _PEM_KEY = re.compile(rb"-----BEGIN ([A-Z ]*)PRIVATE KEY-----.+?-----END \1PRIVATE KEY-----",
                       re.DOTALL)
@@ -80,44 +85,50 @@ def _kind(data: bytes) -> str:
     return "unknown"
 
 
+#: Largest keystore or truststore file read (a PEM bundle of every public CA is ~250 KiB).
+MAX_STORE_BYTES = 16 * 1024 * 1024
+
+
 def _read(key: str, location: str) -> bytes:
-    path = Path(location)
-    if not path.exists():
-        raise ConfigError(key, f"file {location} does not exist")
-    if not path.is_file():
-        raise ConfigError(key, f"{location} is not a file")
+    """The store file's bytes; never waits on a FIFO or device, never reads unbounded."""
     try:
-        return path.read_bytes()
+        return read_regular_file(location, MAX_STORE_BYTES)
+    except FileNotFoundError:
+        raise ConfigError(key, "the file does not exist") from None
+    except NotRegularFileError:
+        raise ConfigError(key, "the path is not a regular file") from None
+    except FileTooLargeError:
+        raise ConfigError(key, f"the file is larger than {MAX_STORE_BYTES} bytes") from None
     except OSError as exc:
-        raise ConfigError(key, f"file {location} cannot be read: {exc.strerror}") from None
+        raise ConfigError(key, f"the file cannot be read: {exc.strerror}") from None
 
 
-def _convert_hint(keys: StoreKeys, location: str) -> str:
-    return (f"{location} is a Java JKS keystore, which connect-plane cannot "
-            f"read (no maintained Python library reads JKS). Convert it to PKCS12: keytool "
-            f"-importkeystore -srckeystore {location} -srcstoretype JKS -destkeystore "
-            f"{location}.p12 -deststoretype PKCS12; then set {keys.location} to the .p12 file "
-            f"and {keys.type}=PKCS12")
+def _convert_hint(keys: StoreKeys, source: str) -> str:
+    return (f"{source} is a Java JKS keystore, which connect-plane cannot read (no "
+            "maintained Python library reads JKS). Convert it to PKCS12: keytool "
+            "-importkeystore -srckeystore <file> -srcstoretype JKS -destkeystore <file>.p12 "
+            f"-deststoretype PKCS12; then set {keys.location} to the .p12 file and "
+            f"{keys.type}=PKCS12")
 
 
-def _check_kind(keys: StoreKeys, location: str, store_type: str, data: bytes) -> str:
-    """The format to read ``data`` as, or a ConfigError for a file of the wrong kind."""
+def _check_kind(keys: StoreKeys, source: str, store_type: str, data: bytes) -> str:
+    """The format to read ``data`` as, or a ConfigError for a file of the wrong kind.
+    ``store_type`` is one of :data:`STORE_TYPES` (checked), so it may be named."""
     kind = _kind(data)
     if kind in ("jks", "jceks"):
         if kind == "jceks":
-            raise ConfigError(keys.location, f"{location} is a JCEKS keystore, which "
+            raise ConfigError(keys.location, f"{source} is a JCEKS keystore, which "
                                              "connect-plane cannot read; convert it to PKCS12 "
                                              "with keytool -importkeystore")
-        raise ConfigError(keys.location, _convert_hint(keys, location))
+        raise ConfigError(keys.location, _convert_hint(keys, source))
     if store_type == "PEM":
         if kind != "pem":
-            raise ConfigError(keys.location, f"{location} is not a PEM file "
-                                             f"({keys.type}=PEM)")
+            raise ConfigError(keys.location, f"{source} is not a PEM file ({keys.type}=PEM)")
         return "pem"
     if kind == "pem":
-        raise ConfigError(keys.location, f"{location} is a PEM file; set {keys.type}=PEM")
+        raise ConfigError(keys.location, f"{source} is a PEM file; set {keys.type}=PEM")
     if kind != "pkcs12":
-        raise ConfigError(keys.location, f"{location} is not a {store_type} keystore")
+        raise ConfigError(keys.location, f"{source} is not a {store_type} keystore")
     return "pkcs12"
 
 
@@ -125,8 +136,8 @@ def check_type(keys: StoreKeys, store_type: str) -> str:
     """Kafka's store type, upper-cased; a ConfigError for a type we do not read."""
     upper = store_type.strip().upper()
     if upper not in STORE_TYPES:
-        raise ConfigError(keys.type, f"unsupported store type {store_type!r}; use PKCS12 or "
-                                     "PEM")
+        raise ConfigError(keys.type, "unsupported store type; use PKCS12 or PEM (JKS only "
+                                     "for a file that is really PKCS12)")
     return upper
 
 
@@ -184,18 +195,18 @@ def _pem_certs(keys: StoreKeys, source: str, data: bytes) -> list[x509.Certifica
                                          "PEM") from None
 
 
-def _pkcs12(keys: StoreKeys, location: str, data: bytes, password: str | None
+def _pkcs12(keys: StoreKeys, source: str, data: bytes, password: str | None
             ) -> pkcs12.PKCS12KeyAndCertificates:
     try:
         return pkcs12.load_pkcs12(data, password.encode() if password else None)
     except ValueError:
         if not password:
-            raise ConfigError(keys.password, f"{location} needs a password, and none is "
+            raise ConfigError(keys.password, f"{source} needs a password, and none is "
                                              "set") from None
-        raise ConfigError(keys.password, f"{location} cannot be opened: wrong password, or "
+        raise ConfigError(keys.password, f"{source} cannot be opened: wrong password, or "
                                          "a corrupt PKCS12 file") from None
     except Exception as exc:  # noqa: BLE001 - e.g. UnsupportedAlgorithm; no secret inside
-        raise ConfigError(keys.location, f"{location} cannot be read as PKCS12 "
+        raise ConfigError(keys.location, f"{source} cannot be read as PKCS12 "
                                          f"({type(exc).__name__})") from None
 
 
@@ -227,13 +238,14 @@ def load_keystore(keys: StoreKeys, *, location: str | None, store_type: str,
         raise ConfigError(keys.location, "an https listener needs a keystore, and none is "
                                          "set")
     data = _read(keys.location, location)
-    if _check_kind(keys, location, store_type, data) == "pem":
-        key = _pem_key(keys, location, data, key_password or password)
-        return _pair(keys, location, key, _pem_certs(keys, location, data))
-    store = _pkcs12(keys, location, data, password)
+    source = "the keystore file"
+    if _check_kind(keys, source, store_type, data) == "pem":
+        key = _pem_key(keys, source, data, key_password or password)
+        return _pair(keys, source, key, _pem_certs(keys, source, data))
+    store = _pkcs12(keys, source, data, password)
     certs = [store.cert.certificate] if store.cert else []
     certs += [c.certificate for c in store.additional_certs]
-    return _pair(keys, location, store.key, certs)
+    return _pair(keys, source, store.key, certs)
 
 
 def load_truststore(keys: StoreKeys, *, location: str | None, store_type: str,
@@ -255,13 +267,13 @@ def load_truststore(keys: StoreKeys, *, location: str | None, store_type: str,
         if not location:
             return []
         data = _read(keys.location, location)
-        if _check_kind(keys, location, store_type, data) == "pem":
-            certs = _pem_certs(keys, location, data)
+        source = "the truststore file"
+        if _check_kind(keys, source, store_type, data) == "pem":
+            certs = _pem_certs(keys, source, data)
         else:
-            store = _pkcs12(keys, location, data, password)
+            store = _pkcs12(keys, source, data, password)
             certs = [store.cert.certificate] if store.cert else []
             certs += [c.certificate for c in store.additional_certs]
-        source = location
     if not certs:
         raise ConfigError(keys.location, f"{source} holds no certificate")
     return certs

@@ -1,4 +1,5 @@
-"""worker.config.providers: the placeholder syntax, the transformer, building providers.
+"""worker.config.providers: the placeholder syntax, the transformer, building providers;
+what one map may cost (linear scanning, bounded reads and resolved size: issue #41).
 
 Providers here are the real built-ins over real files and environments, plus two small
 providers written for the test (one counting its calls, one failing with a secret in its
@@ -6,14 +7,21 @@ message)."""
 
 from __future__ import annotations
 
+import itertools
+import os
+import re
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from worker.api import ConfigData, ConfigProvider
 from worker.config.providers import (
+    KAFKA_PATTERN,
+    MAX_LOOKUPS,
+    PLACEHOLDER,
     ConfigTransformer,
     Placeholder,
     build_providers,
@@ -94,6 +102,33 @@ class TestSyntax:
 
     def test_has_placeholders_of_none(self) -> None:
         assert has_placeholders(None) is False
+
+    def test_same_matches_as_kafkas_pattern(self) -> None:
+        # Every string of up to 7 characters over the pattern's own alphabet: the linear
+        # scanner finds what re finds with Kafka's pattern, and substitutes the same.
+        kafka = re.compile(KAFKA_PATTERN)
+        checked = 0
+        for length in range(8):
+            for chars in itertools.product("${}:a", repeat=length):
+                text = "".join(chars)
+                expected = [Placeholder(m.group(1), m.group(3) or "", m.group(4), m.group(0))
+                            for m in kafka.finditer(text)]
+                assert placeholders(text) == expected, text
+                assert PLACEHOLDER.sub("<>", text) == kafka.sub("<>", text), text
+                checked += 1
+        assert checked == sum(5 ** n for n in range(8))
+
+    @pytest.mark.timeout(30)
+    @pytest.mark.parametrize("unit", ["${", "${a:", "${a:b:", "${:", "$", "${a:}", ":}"])
+    def test_scanning_takes_linear_time(self, unit: str) -> None:
+        # Python's re took 100 s on 2,000 characters of "${a:" with Kafka's pattern.
+        text = unit * (1024 * 1024 // len(unit)) + "}"
+        started = time.monotonic()
+        found = placeholders(text)
+        substituted = PLACEHOLDER.sub("", text)
+        assert time.monotonic() - started < 10
+        assert has_placeholders(text) is bool(found)
+        assert len(substituted) <= len(text)
 
 
 class TestTransform:
@@ -229,11 +264,76 @@ class TestResolve:
             f"Invalid value {placeholder} for configuration password: bad; token "
             "${env:TOKEN}.")
 
+    def test_redact_replaces_each_value_once_however_it_was_reached(self) -> None:
+        provider = CountingProvider({"/a": {"k": SECRET}, "/a/": {"k": SECRET}})
+        resolution = ConfigTransformer({"p": provider}).resolve(
+            {"x": "${p:/a:k}", "y": "${p:/a/:k}"})
+        assert resolution.redact(f"bad {SECRET}") in ("bad ${p:/a:k}", "bad ${p:/a/:k}")
+
     def test_redact_leaves_words_that_merely_contain_a_short_value(self) -> None:
         provider = CountingProvider({"": {"n": "1", "a": "a"}})
         resolution = ConfigTransformer({"p": provider}).resolve({"x": "${p:n}", "y": "${p:a}"})
         assert resolution.redact("Value a1 must be at least 1, a") == \
             "Value a1 must be at least ${p:n}, ${p:a}"
+
+
+class TestBounds:
+    """What one map may cost: MAX_LOOKUPS reads and max_resolved_chars characters."""
+
+    def test_a_repeated_placeholder_cannot_multiply_a_value(self) -> None:
+        provider = CountingProvider({"": {"big": "v" * 1000}})
+        transformer = ConfigTransformer({"p": provider}, max_resolved_chars=5000)
+
+        resolution = transformer.resolve({"a": "${p:big}" * 3, "b": "${p:big}" * 3})
+
+        # 1,000 looked up, then three expansions fit; the fourth does not.
+        assert resolution.data["a"] == "v" * 3000
+        assert resolution.data["b"] == "${p:big}" * 3
+        assert resolution.errors == {"b": "cannot resolve ${p:big}: the values resolved for "
+                                          "this config would take more than 5000 characters"}
+
+    def test_what_a_provider_returns_counts(self) -> None:
+        provider = CountingProvider({"/1": {"k": "x" * 600}, "/2": {"k": "y" * 600}})
+        transformer = ConfigTransformer({"p": provider}, max_resolved_chars=1000)
+        resolution = transformer.resolve({"a": "${p:/1:k}", "b": "${p:/2:k}"})
+        # The second lookup does not fit; nor, after both lookups, does expanding the first.
+        reason = "the values resolved for this config would take more than 1000 characters"
+        assert resolution.errors == {"a": f"cannot resolve ${{p:/1:k}}: {reason}",
+                                     "b": f"cannot resolve ${{p:/2:k}}: {reason}"}
+        assert "x" * 600 not in str(resolution.errors) and "y" * 600 not in repr(resolution)
+
+    def test_keys_not_asked_for_are_dropped(self) -> None:
+        class Everything(ConfigProvider):
+            def get(self, path: str, keys: set[str] | None = None) -> ConfigData:
+                return ConfigData({"wanted": "w", "other": "o" * 10_000})
+
+        transformer = ConfigTransformer({"p": Everything()}, max_resolved_chars=100)
+        assert transformer.transform({"k": "${p:wanted}"}) == {"k": "w"}
+
+    def test_at_most_max_lookups_paths_are_read(self) -> None:
+        provider = CountingProvider({f"/{n}": {"k": str(n)} for n in range(MAX_LOOKUPS + 5)})
+        configs = {f"c{n:04}": f"${{p:/{n}:k}}" for n in range(MAX_LOOKUPS + 5)}
+
+        resolution = ConfigTransformer({"p": provider}).resolve(configs)
+
+        assert len(provider.calls) == MAX_LOOKUPS
+        assert sorted(resolution.errors) == [f"c{n:04}" for n in range(MAX_LOOKUPS,
+                                                                       MAX_LOOKUPS + 5)]
+        assert resolution.errors[f"c{MAX_LOOKUPS:04}"] == (
+            f"cannot resolve ${{p:/{MAX_LOOKUPS}:k}}: this config names more than "
+            f"{MAX_LOOKUPS} provider paths")
+
+    @pytest.mark.timeout(30)
+    def test_a_fifo_placeholder_fails_the_key_at_once(self, tmp_path: Path) -> None:
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        provider = FileConfigProvider()
+        provider.configure({"allowed.paths": str(tmp_path)})
+        placeholder = f"${{file:{fifo}:k}}"
+        with pytest.raises(ConfigError) as info:
+            ConfigTransformer({"file": provider}).transform({"topic": placeholder})
+        assert str(info.value) == (f"Invalid value for configuration topic: cannot resolve "
+                                   f"{placeholder}: {fifo} is not a regular file")
 
 
 class TestRestorePlaceholders:
@@ -300,6 +400,14 @@ class TestBuildProviders:
         ({"config.providers": "file", "config.providers.file.class": "File",
           "config.providers.file.param.allowed.paths": "not/absolute"},
          "config.providers.file.param.allowed.paths", "Path not/absolute is not absolute"),
+        ({"config.providers": "file", "config.providers.file.class": "File",
+          "config.providers.file.param.max.file.bytes": "0"},
+         "config.providers.file.param.max.file.bytes",
+         "max.file.bytes must be a positive integer"),
+        ({"config.providers": "dir", "config.providers.dir.class": "Directory",
+          "config.providers.dir.param.read.timeout.ms": "soon"},
+         "config.providers.dir.param.read.timeout.ms",
+         "read.timeout.ms must be a positive integer"),
         ({"config.providers": "env", "config.providers.env.class": "EnvVarConfigProvider",
           "config.providers.env.param.allowlist.pattern": "("},
          "config.providers.env.param.allowlist.pattern", "Invalid regex"),
