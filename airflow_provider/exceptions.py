@@ -9,6 +9,8 @@ Airflow treats them as task failures (retried per ``retries``) and sensors'
     AirflowException
     └── KafkaConnectError
         ├── KafkaConnectConfigError          the Airflow connection is unusable (bad URL, ...)
+        │   └── UntrustedWorkerUrlError      refused to send the connection's credentials
+        │                                    to a URL outside its scope
         ├── KafkaConnectTransportError       no HTTP response: refused, DNS, TLS, timeout
         │   └── TlsHandshakeError            no TLS handshake (or no certificate) at a URL
         ├── KafkaConnectApiError             an HTTP error response (status_code, error_code,
@@ -61,6 +63,22 @@ class KafkaConnectError(AirflowException):
 
 class KafkaConnectConfigError(KafkaConnectError):
     """The Airflow connection (or a hook argument) cannot be used as given."""
+
+
+class UntrustedWorkerUrlError(KafkaConnectConfigError):
+    """The hook refused to send a request, and with it the connection's credentials, to a
+    URL outside their scope (another origin than the connection's, or http under an https
+    connection, neither given nor allowed: see
+    :mod:`airflow_provider.hooks.credential_scope`). Nothing was sent. ``urls`` are the
+    refused URLs, without any user info or query; the message never holds credentials."""
+
+    def __init__(self, message: str, *, urls: list[str] | None = None) -> None:
+        self.detail = message
+        self.urls = list(urls or [])
+        super().__init__(message)
+
+    def serialize(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        return _qualname(self), (self.detail,), {"urls": list(self.urls)}
 
 
 class KafkaConnectTransportError(KafkaConnectError):

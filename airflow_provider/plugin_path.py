@@ -232,7 +232,9 @@ def given_worker_urls(urls: Any) -> list[str]:
 def discover_worker_urls(hook: KafkaConnectHook) -> list[str]:
     """Every member of the connection's cluster (``GET /admin/cluster``); a cluster
     without that connect-plane extension (Apache Kafka Connect: 404) is the connection's
-    worker alone."""
+    worker alone. The members advertise their URLs themselves: each must be in the hook's
+    credential scope (else :class:`~airflow_provider.exceptions.UntrustedWorkerUrlError`,
+    raised before any member is asked)."""
     try:
         urls = hook.get_cluster().urls
     except NotFoundError:
@@ -243,6 +245,7 @@ def discover_worker_urls(hook: KafkaConnectHook) -> list[str]:
     if not urls:
         raise KafkaConnectConfigError(f"the cluster of {hook.settings.base_url} lists no "
                                       "members")
+    hook.credential_scope.check_all(urls, source="GET /admin/cluster")
     return list(dict.fromkeys(url.rstrip("/") for url in urls))
 
 

@@ -110,8 +110,12 @@ def given_urls(urls: Any) -> list[str]:
 
 def discover_urls(hook: KafkaConnectHook, admin: bool) -> list[str]:
     """The https listener URLs of ``admin`` kind of every member of the cluster:
-    ``GET /admin/cluster``, then each member's own ``GET /admin/worker``."""
+    ``GET /admin/cluster``, then each member's own ``GET /admin/worker``. The members
+    advertise their URLs themselves, so every one must be in the hook's credential scope
+    before any is asked (else :class:`~airflow_provider.exceptions.UntrustedWorkerUrlError`,
+    nothing sent to any member)."""
     cluster = hook.get_cluster()
+    hook.credential_scope.check_all(cluster.urls, source="GET /admin/cluster")
     urls: list[str] = []
     for member in cluster.members:
         report = hook.get_worker(member.url)
@@ -185,3 +189,22 @@ def restore_body(snapshot: Mapping[str, str], keys: Sequence[str]) -> dict[str, 
     """The PATCH that puts ``keys`` back as in ``snapshot``: its value, or ``None`` (no
     override: the static value) for keys it did not override."""
     return {key: snapshot.get(key) for key in sorted(set(keys))}
+
+
+#: What a worker shows instead of a password written in clear to a caller who is not an
+#: admin principal (docs/security.md, "Secrets in /admin reads").
+HIDDEN = "[hidden]"
+
+
+def check_restorable(snapshot: Mapping[str, str], keys: Sequence[str]) -> None:
+    """KafkaConnectConfigError unless ``snapshot`` holds the real value of every key of
+    ``keys`` it overrides: a value the worker hid from this connection's user could not be
+    put back if the rotation failed, so the rotation must not start."""
+    hidden = sorted(key for key in set(keys) if snapshot.get(key) == HIDDEN)
+    if hidden:
+        raise KafkaConnectConfigError(
+            f"The worker hides the override(s) in force of {', '.join(hidden)} from this "
+            f"connection's user ({HIDDEN}: not an admin principal), so a failed rotation "
+            "could not put them back; nothing was changed. Use the credentials of a user "
+            "listed in rest.admin.principals, or keep passwords in ${provider:...} "
+            "placeholders, which are shown as written.")

@@ -105,7 +105,9 @@ with DAG(
         wanted = ManifestSync.from_json(synced).classes_workers_list()
         report: dict[str, dict[str, str | None]] = {}
         missing: dict[str, list[str]] = {}
-        with KafkaConnectHook() as hook:
+        # The workers the sync task asked: given to it, or discovered within the
+        # connection's credential scope; the credentials may go to them again.
+        with KafkaConnectHook(trusted_worker_urls=list(synced["workers"])) as hook:
             for url in synced["workers"]:
                 listed = {plugin.class_name: plugin.version for plugin in
                           hook.list_connector_plugins(connectors_only=False, worker_url=url)}

@@ -75,7 +75,8 @@ def _json_object_or_list(body: Any) -> list[Any] | dict[str, Any]:
 
 def _at(worker_url: str | None, path: str) -> str:
     """``path`` on the connection's worker, or as an absolute URL on ``worker_url`` (a
-    request a worker answers for itself only)."""
+    request a worker answers for itself only; the client's credential scope vets it,
+    :mod:`airflow_provider.hooks.credential_scope`)."""
     if worker_url is None:
         return path
     if not worker_url.startswith(("http://", "https://")):
@@ -339,7 +340,8 @@ class ConnectRestApi:
         type, version)`` each (``connectors_only=False`` adds converters, transformations
         and predicates). Each worker answers for itself: the connection's worker, or the
         one at ``worker_url`` (an absolute ``http(s)://`` URL; same credentials and TLS
-        settings)."""
+        settings, so it must be in the hook's credential scope, else
+        :class:`~airflow_provider.exceptions.UntrustedWorkerUrlError`)."""
         def plugins(body: Any) -> list[PluginInfo]:
             return [PluginInfo.from_json(entry) for entry in _json_list(body)]
         return ApiRequest("GET", _at(worker_url, "/connector-plugins"),
@@ -419,7 +421,9 @@ class ConnectRestApi:
     def get_worker(self, worker_url: str | None = None) -> ApiRequest[WorkerReport]:
         """``GET /admin/worker``: what one worker applied and serves (each worker answers
         for itself): the connection's worker, or the cluster member at ``worker_url`` (an
-        absolute URL such as ``https://w2:8443``; same credentials and TLS settings)."""
+        absolute URL such as ``https://w2:8443``; same credentials and TLS settings, so it
+        must be in the hook's credential scope, else
+        :class:`~airflow_provider.exceptions.UntrustedWorkerUrlError`)."""
         return ApiRequest("GET", _at(worker_url, "/admin/worker"), result=WorkerReport.from_json)
 
     @endpoint

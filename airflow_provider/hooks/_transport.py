@@ -32,6 +32,7 @@ from airflow_provider.exceptions import (
 )
 from airflow_provider.hooks._request import ApiRequest
 from airflow_provider.hooks.connection import ConnectionSettings
+from airflow_provider.hooks.credential_scope import CredentialScope
 from airflow_provider.tls import TlsClientOptions, client_context
 
 log = logging.getLogger(__name__)
@@ -63,29 +64,40 @@ def ssl_config(settings: ConnectionSettings) -> ssl.SSLContext | bool:
     return client_context(TlsClientOptions.from_settings(settings))
 
 
-def client_kwargs(settings: ConnectionSettings) -> dict[str, Any]:
-    """Keyword arguments of ``httpx.Client`` / ``httpx.AsyncClient`` for ``settings``."""
+def client_kwargs(settings: ConnectionSettings, scope: CredentialScope | None = None, *,
+                  asynchronous: bool = False) -> dict[str, Any]:
+    """Keyword arguments of ``httpx.Client`` (``asynchronous``: ``httpx.AsyncClient``) for
+    ``settings``. ``scope`` (default: the connection's origin and its
+    ``allowed_worker_urls``) vets every request before it is sent, the credentials with it
+    (basic auth here, the client certificate in ``verify``'s context)."""
+    scope = scope if scope is not None else CredentialScope.of(settings)
     return {
         "base_url": settings.base_url,
         "auth": httpx.BasicAuth(*settings.auth) if settings.auth else None,
         "verify": ssl_config(settings),
         "timeout": httpx.Timeout(settings.timeout),
         "headers": HEADERS,
-        # Connect never redirects; a redirect (e.g. http → https) should surface.
+        # Connect never redirects; a redirect (e.g. http → https) should surface, and no
+        # request (nor its credentials) may follow one to another origin.
         "follow_redirects": False,
+        "event_hooks": {"request": [scope.acheck_request if asynchronous
+                                    else scope.check_request]},
     }
 
 
 def make_client(settings: ConnectionSettings,
-                transport: httpx.BaseTransport | None = None) -> httpx.Client:
+                transport: httpx.BaseTransport | None = None,
+                scope: CredentialScope | None = None) -> httpx.Client:
     """A sync client for ``settings`` (``transport``: tests' ``httpx.MockTransport``)."""
-    return httpx.Client(transport=transport, **client_kwargs(settings))
+    return httpx.Client(transport=transport, **client_kwargs(settings, scope))
 
 
 def make_async_client(settings: ConnectionSettings,
-                      transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+                      transport: httpx.AsyncBaseTransport | None = None,
+                      scope: CredentialScope | None = None) -> httpx.AsyncClient:
     """An async client for ``settings`` (``transport``: tests' ``httpx.MockTransport``)."""
-    return httpx.AsyncClient(transport=transport, **client_kwargs(settings))
+    return httpx.AsyncClient(transport=transport,
+                             **client_kwargs(settings, scope, asynchronous=True))
 
 
 def transport_error(request: ApiRequest[Any], exc: httpx.HTTPError

@@ -14,6 +14,10 @@ Standard fields: ``host`` (a hostname or a full URL such as ``https://connect:80
 ``status_topic``      Connect's ``status.storage.topic`` (default ``connect-status``)
 ``kafka_config``      extra librdkafka properties for the status-topic consumer
                       (``security.protocol``, ``sasl.*``, ``ssl.*``); never logged
+``allowed_worker_urls`` other workers the credentials may be sent to, as
+                      ``scheme://host[:port]`` patterns (``*.domain`` / ``*`` hosts, ``*``
+                      port): a list, a JSON list or a comma-separated string
+                      (:mod:`airflow_provider.hooks.credential_scope`)
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from airflow_provider.exceptions import KafkaConnectConfigError
+from airflow_provider.hooks.credential_scope import parse_allowed_worker_urls
 
 DEFAULT_PORT = 8083
 DEFAULT_TIMEOUT_S = 30.0
@@ -77,6 +82,7 @@ class ConnectionSettings:
     bootstrap_servers: str | None = None
     status_topic: str = DEFAULT_STATUS_TOPIC
     kafka_config: dict[str, str] = field(default_factory=dict, repr=False)
+    allowed_worker_urls: tuple[str, ...] = ()
 
     @classmethod
     def from_connection(cls, conn: ConnectionLike,
@@ -118,6 +124,7 @@ class ConnectionSettings:
             bootstrap_servers=fields.get("bootstrap_servers") or None,
             status_topic=fields.get("status_topic") or DEFAULT_STATUS_TOPIC,
             kafka_config={str(k): str(v) for k, v in kafka_config.items()},
+            allowed_worker_urls=parse_allowed_worker_urls(fields.get("allowed_worker_urls")),
         )
 
     def kafka_client_config(self) -> dict[str, str]:

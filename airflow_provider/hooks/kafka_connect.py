@@ -44,7 +44,8 @@ class KafkaConnectHook(KafkaConnectRestBaseHook[httpx.Client, httpx.BaseTranspor
     def get_conn(self) -> httpx.Client:
         """The hook's ``httpx.Client`` (base URL, auth, TLS, timeout of the connection)."""
         if self._client is None or self._client.is_closed:
-            self._client = make_client(self.settings, self._transport)
+            self._client = make_client(self.settings, self._transport,
+                                       self.credential_scope)
         return self._client
 
     def close(self) -> None:

@@ -50,7 +50,8 @@ class KafkaConnectAsyncHook(KafkaConnectRestBaseHook[httpx.AsyncClient, httpx.As
     async def aget_conn(self) -> httpx.AsyncClient:
         """The hook's ``httpx.AsyncClient``, created on first use."""
         if self._client is None or self._client.is_closed:
-            self._client = make_async_client(await self.aget_settings(), self._transport)
+            settings = await self.aget_settings()
+            self._client = make_async_client(settings, self._transport, self.credential_scope)
         return self._client
 
     def get_conn(self) -> Any:

@@ -73,6 +73,13 @@ class KafkaConnectRotateCertificateOperator(BaseOperator):
     :param listener: ``"listeners"`` (default) or ``"admin.listeners"``: whose TLS settings
         change (one kind per task).
     :param worker_urls: the https URLs to check (templated); discovered when not given.
+        Only TLS handshakes go to them (no credentials).
+    :param allow_discovered_workers: in discover mode, ask every member ``GET
+        /admin/cluster`` advertises with the connection's credentials, whatever its origin
+        (another host, http under an https connection) — knowingly. By default a member
+        outside the connection's origin and its ``allowed_worker_urls`` extra fails the
+        task before anything changes
+        (:class:`~airflow_provider.exceptions.UntrustedWorkerUrlError`).
     :param expected_fingerprint: the SHA-256 of the new certificate (templated).
     :param verify_timeout: seconds for every worker to serve it (and, on failure, to
         serve the previous one again).
@@ -92,6 +99,7 @@ class KafkaConnectRotateCertificateOperator(BaseOperator):
                  poll_interval: float = 0.5,
                  handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT_S,
                  kafka_connect_conn_id: str = "kafka_connect_default",
+                 allow_discovered_workers: bool = False,
                  deferrable: bool = conf.getboolean("operators", "default_deferrable",
                                                     fallback=False),
                  **kwargs: Any) -> None:
@@ -109,11 +117,13 @@ class KafkaConnectRotateCertificateOperator(BaseOperator):
         self.poll_interval = poll_interval
         self.handshake_timeout = handshake_timeout
         self.kafka_connect_conn_id = kafka_connect_conn_id
+        self.allow_discovered_workers = allow_discovered_workers
         self.deferrable = deferrable
 
     @cached_property
     def hook(self) -> KafkaConnectHook:
-        return KafkaConnectHook(kafka_connect_conn_id=self.kafka_connect_conn_id)
+        return KafkaConnectHook(kafka_connect_conn_id=self.kafka_connect_conn_id,
+                                allow_discovered_workers=self.allow_discovered_workers)
 
     @property
     def tls_options(self) -> TlsClientOptions:
@@ -146,6 +156,7 @@ class KafkaConnectRotateCertificateOperator(BaseOperator):
         version_before = None if expected else self.hook.get_worker().dynamic_config.version
 
         snapshot = self.hook.get_dynamic_worker_config().to_dict()
+        rotation.check_restorable(snapshot, sorted(changes))
         if any(rotation.is_secret_key(k) and not rotation.is_placeholder(v)
                for k, v in snapshot.items()):
             self.log.warning("The overrides in force hold passwords in clear; they are in "

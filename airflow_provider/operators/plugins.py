@@ -65,7 +65,14 @@ class KafkaConnectSyncPluginManifestsOperator(BaseOperator):
     :param connect_plugin_path: the executable (a path, or a name on ``PATH``); by default
         ``connect-plugin-path`` on ``PATH``, else next to the Python running Airflow.
     :param cli_timeout: seconds the tool may run (scanning imports every plugin module).
-    :param worker_urls: the workers to check (templated; ``http(s)://`` URLs).
+    :param worker_urls: the workers to check (templated; ``http(s)://`` URLs). Given
+        here, they may receive the connection's credentials.
+    :param allow_discovered_workers: without ``worker_urls``, ask every member ``GET
+        /admin/cluster`` advertises with the connection's credentials, whatever its origin
+        (another host, http under an https connection) — knowingly. By default a member
+        outside the connection's origin and its ``allowed_worker_urls`` extra fails the
+        task before the tool runs
+        (:class:`~airflow_provider.exceptions.UntrustedWorkerUrlError`).
     """
 
     template_fields: Sequence[str] = ("plugin_path", "plugin_locations", "worker_configs",
@@ -81,6 +88,7 @@ class KafkaConnectSyncPluginManifestsOperator(BaseOperator):
                  worker_urls: Sequence[str] | str | None = None, wait_timeout: float = 120.0,
                  poll_interval: float = 1.0,
                  kafka_connect_conn_id: str = "kafka_connect_default",
+                 allow_discovered_workers: bool = False,
                  deferrable: bool = conf.getboolean("operators", "default_deferrable",
                                                     fallback=False),
                  **kwargs: Any) -> None:
@@ -104,11 +112,17 @@ class KafkaConnectSyncPluginManifestsOperator(BaseOperator):
         self.wait_timeout = wait_timeout
         self.poll_interval = poll_interval
         self.kafka_connect_conn_id = kafka_connect_conn_id
+        self.allow_discovered_workers = allow_discovered_workers
         self.deferrable = deferrable
 
     @cached_property
     def hook(self) -> KafkaConnectHook:
-        return KafkaConnectHook(kafka_connect_conn_id=self.kafka_connect_conn_id)
+        """The connection's hook; the ``worker_urls`` given (rendered by now) may receive
+        its credentials."""
+        given = cli.given_worker_urls(self.worker_urls) if self.worker_urls else []
+        return KafkaConnectHook(kafka_connect_conn_id=self.kafka_connect_conn_id,
+                                trusted_worker_urls=given,
+                                allow_discovered_workers=self.allow_discovered_workers)
 
     # ------------------------------------------------------------------ the run
 

@@ -19,11 +19,13 @@ class ConnectorPluginsTrigger(BaseTrigger):
     every ``poll_interval`` seconds until each lists every class of ``classes``.
 
     Requests go with the ``kafka_connect`` connection's credentials and TLS settings (read
-    with the non-blocking lookup); a worker that cannot be reached or answers 404/409 is
-    waited out. One event: ``status`` ``success`` (``listed``: URL → ``{class: version}``,
-    ``elapsed`` seconds), ``timeout`` after ``timeout`` seconds (``message``, and
-    ``missing``: URL → the classes it did not list) or ``error`` (the connection is
-    unusable, or a worker refused the request: ``message``).
+    with the non-blocking lookup) to ``worker_urls``, as the operator vetted them (given to
+    it, or discovered within the connection's credential scope); a worker that cannot be
+    reached or answers 404/409 is waited out. One event: ``status`` ``success``
+    (``listed``: URL → ``{class: version}``, ``elapsed`` seconds), ``timeout`` after
+    ``timeout`` seconds (``message``, and ``missing``: URL → the classes it did not list)
+    or ``error`` (the connection is unusable, or a worker refused the request:
+    ``message``).
     """
 
     def __init__(self, worker_urls: list[str], classes: list[str], kafka_connect_conn_id: str,
@@ -50,8 +52,8 @@ class ConnectorPluginsTrigger(BaseTrigger):
         wait = PluginWait(self.worker_urls, self.classes)
         try:
             # No retries inside a poll: the loop is the retry, bounded by the timeout.
-            async with KafkaConnectAsyncHook(self.kafka_connect_conn_id,
-                                             retry_limit=0) as hook:
+            async with KafkaConnectAsyncHook(self.kafka_connect_conn_id, retry_limit=0,
+                                             trusted_worker_urls=self.worker_urls) as hook:
                 while True:
                     for url in wait.pending():
                         try:

@@ -13,7 +13,8 @@ manifest, through real ``dag.test()`` runs of the operator and of the
 * a failing tool fails the task with its exit code and stderr; no secret of the worker
   config reaches a log;
 * in a distributed cluster sharing one plugin path, the wait finds every member through
-  ``GET /admin/cluster`` and each lists the plugin; a worker that never does fails it.
+  ``GET /admin/cluster`` (the connection's ``allowed_worker_urls`` admitting the other
+  member) and each lists the plugin; a worker that never does fails it.
 """
 
 from __future__ import annotations
@@ -278,7 +279,10 @@ def test_every_member_of_a_cluster_lists_the_synced_plugin(
     (plugin_path / "acme-feed" / "acme_feed.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
     cluster = distributed_cluster(2, {"plugin.path": plugin_path,
                                       "plugin.discovery": "service_load"})
-    kafka_connect_conn(host=cluster.workers[0].url)
+    # The other member may receive the connection's credentials: the allow-list says so
+    # (a member /admin/cluster names outside it would fail the task before the sync).
+    kafka_connect_conn(host=cluster.workers[0].url,
+                       extra={"allowed_worker_urls": [cluster.workers[1].url]})
     dag_run = run(airflow_dag, "kc_plugins_sync_deferred", plugin_path=[str(plugin_path)])
     assert task_states(dag_run) == {"plugins": "success"}
     # No worker_urls: both members, found through the first one's /admin/cluster.

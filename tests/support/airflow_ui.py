@@ -45,12 +45,12 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrom
 #: What the ``kafka_connect`` form shows beyond the standard fields (provider.yaml labels).
 CUSTOM_FIELD_LABELS = ("Verify server certificate", "CA bundle", "Client certificate",
                        "Client key", "Request timeout (s)", "Kafka bootstrap servers",
-                       "Status topic", "Kafka client settings")
+                       "Status topic", "Kafka client settings", "Allowed worker URLs")
 LINK_NAME = "Kafka Connect status"
 RUNBOOK_DAG = "kafka_connect_replay_source"
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 #: The connection form's screenshot is taller: all of its custom fields.
-FORM_HEIGHT = 1500
+FORM_HEIGHT = 1650
 UI_TIMEOUT_MS = 30_000
 
 

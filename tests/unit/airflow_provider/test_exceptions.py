@@ -17,6 +17,7 @@ from airflow_provider.exceptions import (
     ConnectorFailedError,
     InvalidConnectorConfigError,
     InvalidWorkerConfigError,
+    KafkaConnectConfigError,
     KafkaConnectError,
     KafkaConnectTransportError,
     KeystoreError,
@@ -29,6 +30,7 @@ from airflow_provider.exceptions import (
     RebalanceInProgressError,
     StateTimeoutError,
     TlsHandshakeError,
+    UntrustedWorkerUrlError,
 )
 
 ERRORS = [cls for _, cls in inspect.getmembers(exceptions, inspect.isclass)
@@ -36,7 +38,7 @@ ERRORS = [cls for _, cls in inspect.getmembers(exceptions, inspect.isclass)
 
 
 def test_every_error_is_an_airflow_exception() -> None:
-    assert len(ERRORS) == 24
+    assert len(ERRORS) == 25
     assert CoreAirflowException is AirflowException  # airflow.exceptions re-exports the SDK's
     for cls in ERRORS:
         assert issubclass(cls, AirflowException), cls
@@ -52,6 +54,7 @@ def test_every_error_is_an_airflow_exception() -> None:
     (KeystoreError("cannot read"), ValueError),
     (CertificateNotServedError("late"), TimeoutError),
     (TlsHandshakeError("refused"), KafkaConnectTransportError),
+    (UntrustedWorkerUrlError("refused"), KafkaConnectConfigError),
     (PluginPathOutputError("not JSON"), ValueError),
     (PluginsNotListedError("late"), TimeoutError),
 ])
@@ -78,6 +81,8 @@ def test_builtin_bases_still_catch(error: Exception, builtin: type[Exception]) -
     PluginPathCliError("connect-plugin-path list --json", None, "(stopped after 5 s)"),
     PluginsNotListedError("1 of 1 worker(s) did not list them",
                           missing={"http://w1:8083": ["a.B"]}),
+    UntrustedWorkerUrlError("refusing to send the connection's credentials to "
+                            "https://rogue:8443/", urls=["https://rogue:8443/"]),
 ])
 def test_serialize_rebuilds_the_same_error(error: AirflowException) -> None:
     name, args, kwargs = error.serialize()

@@ -20,9 +20,11 @@ from airflow_provider.exceptions import (
     PluginPathCliError,
     PluginPathOutputError,
     PluginsNotListedError,
+    UntrustedWorkerUrlError,
 )
 from airflow_provider.hooks.admin_results import ClusterMembers
 from airflow_provider.hooks.connection import ConnectionSettings
+from airflow_provider.hooks.credential_scope import CredentialScope
 from airflow_provider.hooks.results import PluginInfo
 from tests.unit.airflow_provider._fake_cli import LISTING, SOURCE, FakeCli, on_path, sync_output
 
@@ -211,11 +213,14 @@ class FakeHook:
     """Answers ``list_connector_plugins`` per worker URL from a script: a list of plugin
     classes, or an exception; the last entry repeats."""
 
-    def __init__(self, answers: dict[str, list[Any]], cluster: Any = None) -> None:
+    def __init__(self, answers: dict[str, list[Any]], cluster: Any = None,
+                 allowed: tuple[str, ...] = ()) -> None:
         self.answers = answers
         self.cluster = cluster
         self.asked: list[str] = []
-        self.settings = ConnectionSettings(base_url="http://connect:8083")
+        self.settings = ConnectionSettings(base_url="http://connect:8083",
+                                           allowed_worker_urls=allowed)
+        self.credential_scope = CredentialScope.of(self.settings)
         self.retry_limit = 5
         self.retries_while_asked: set[int] = set()
 
@@ -248,8 +253,15 @@ def test_workers_come_from_the_cluster_or_the_connection() -> None:
     members = {"leader_url": "http://w1:8083", "members": [
         {"worker_id": "w1", "url": "http://w1:8083/"},
         {"worker_id": "w2", "url": "http://w2:8083"}]}
-    assert cli.discover_worker_urls(FakeHook({}, members)) == ["http://w1:8083",
-                                                               "http://w2:8083"]
+    allowed = ("http://w1:8083", "http://w2:8083")
+    assert cli.discover_worker_urls(FakeHook({}, members, allowed)) == ["http://w1:8083",
+                                                                        "http://w2:8083"]
+    # Members outside the connection's origin and allow-list: refused, both named.
+    with pytest.raises(UntrustedWorkerUrlError, match="http://w1:8083/, http://w2:8083/ "
+                                                      r"\(from GET /admin/cluster\)"):
+        cli.discover_worker_urls(FakeHook({}, members))
+    assert cli.discover_worker_urls(FakeHook({}, members, ("http://*:8083",))) == [
+        "http://w1:8083", "http://w2:8083"]
     # Apache Kafka Connect has no /admin/cluster: the connection's worker alone.
     apache = FakeHook({}, NotFoundError(404, "HTTP 404 Not Found"))
     assert cli.discover_worker_urls(apache) == ["http://connect:8083"]

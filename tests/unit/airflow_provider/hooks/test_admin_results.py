@@ -12,7 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from airflow_provider.exceptions import KafkaConnectConfigError, MalformedResponseError
+from airflow_provider.exceptions import (
+    KafkaConnectConfigError,
+    MalformedResponseError,
+    UntrustedWorkerUrlError,
+)
 from airflow_provider.hooks import results
 from airflow_provider.hooks.admin_results import (
     AppliedWorkerConfig,
@@ -127,10 +131,14 @@ def test_malformed_answers_name_the_problem(cls: type[Any], body: Any, detail: s
 
 def test_get_worker_of_another_member(conn_id: str) -> None:
     fake = FakeConnect().answer(httpx.Response(200, json=WORKER_REPORT))
-    with KafkaConnectHook(conn_id, retry_limit=0, transport=fake.sync_transport()) as hook:
+    # The member's URL given explicitly: the connection's credentials may go there.
+    with KafkaConnectHook(conn_id, retry_limit=0, transport=fake.sync_transport(),
+                          trusted_worker_urls=["https://w2.test:8443"]) as hook:
         report = hook.get_worker("https://w2.test:8443/")
         with pytest.raises(KafkaConnectConfigError, match="not an http"):
             hook.get_worker("w2.test:8443")
+        with pytest.raises(UntrustedWorkerUrlError, match="https://w3.test:8443/admin/worker"):
+            hook.get_worker("https://w3.test:8443")  # not given: nothing sent
     assert report.worker_id == "127.0.0.1:8083"
     (sent,) = fake.sent
     assert (sent.method, sent.raw_path) == ("GET", "/admin/worker")
@@ -141,7 +149,8 @@ def test_get_worker_of_another_member(conn_id: str) -> None:
 def test_plugins_of_another_member(conn_id: str) -> None:
     listed = [{"class": "acme.Source", "type": "source", "version": "1.2"}]
     fake = FakeConnect().answer(httpx.Response(200, json=listed))
-    with KafkaConnectHook(conn_id, retry_limit=0, transport=fake.sync_transport()) as hook:
+    with KafkaConnectHook(conn_id, retry_limit=0, transport=fake.sync_transport(),
+                          allow_discovered_workers=True) as hook:
         plugins = hook.list_connector_plugins(connectors_only=False,
                                               worker_url="http://w2.test:8084/")
         with pytest.raises(KafkaConnectConfigError, match="not an http"):

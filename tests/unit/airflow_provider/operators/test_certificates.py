@@ -19,6 +19,7 @@ from airflow_provider.exceptions import (
     InvalidWorkerConfigError,
     KafkaConnectConfigError,
     ServerError,
+    UntrustedWorkerUrlError,
 )
 from airflow_provider.hooks.admin_results import (
     ClusterMembers,
@@ -27,6 +28,7 @@ from airflow_provider.hooks.admin_results import (
     WorkerReport,
 )
 from airflow_provider.hooks.connection import ConnectionSettings
+from airflow_provider.hooks.credential_scope import CredentialScope
 from airflow_provider.keystores import issue_keystore, resolve_locally
 from airflow_provider.operators.certificates import KafkaConnectRotateCertificateOperator
 from airflow_provider.triggers.certificates import ServedCertificateTrigger
@@ -59,7 +61,10 @@ class FakeCluster:
         self.version = 0
         self.calls: list[str] = []
         self.patches: list[dict[str, Any]] = []
-        self.settings = ConnectionSettings(base_url="http://w1", ca_bundle=str(ca.cert_path))
+        # w1 is the connection's worker; its allow-list admits the other member, w0.
+        self.settings = ConnectionSettings(base_url="http://w1", ca_bundle=str(ca.cert_path),
+                                           allowed_worker_urls=("http://w0",))
+        self.credential_scope = CredentialScope.of(self.settings)
 
     def validate_dynamic_worker_config(self, changes: dict) -> DynamicConfigValidation:
         self.calls.append("validate")
@@ -217,6 +222,26 @@ def test_bad_requests_change_nothing(cluster: FakeCluster, pki, kwargs, error,
 def test_listener_is_checked_when_the_dag_is_parsed() -> None:
     with pytest.raises(ValueError, match="listener must be one of"):
         KafkaConnectRotateCertificateOperator(task_id="t", listener="rest")
+
+
+def test_a_member_outside_the_credential_scope_fails_before_any_change(
+        cluster: FakeCluster) -> None:
+    # Without the allow-list, the other member w0 may not receive the credentials.
+    cluster.credential_scope = CredentialScope.of(ConnectionSettings(base_url="http://w1"))
+    ti = FakeTI()
+    with pytest.raises(UntrustedWorkerUrlError, match="http://w0/ .from GET /admin/cluster"):
+        rotate(cluster, keystore_location="/ks/new.p12").execute({"ti": ti})
+    assert cluster.calls == ["validate", "cluster"] and ti.pushed == {}
+
+
+def rotate_hook(**kwargs: Any) -> Any:
+    return KafkaConnectRotateCertificateOperator(task_id="t", kafka_connect_conn_id="kc",
+                                                 **kwargs).hook
+
+
+def test_the_operator_hands_its_knowing_flag_to_the_hook() -> None:
+    assert rotate_hook().allow_discovered_workers is False
+    assert rotate_hook(allow_discovered_workers=True).allow_discovered_workers is True
 
 
 def test_validation_errors_fail_before_any_change(cluster: FakeCluster) -> None:

@@ -19,6 +19,7 @@ from airflow_provider.exceptions import (
     PluginPathCliError,
     PluginPathOutputError,
     PluginsNotListedError,
+    UntrustedWorkerUrlError,
 )
 from airflow_provider.operators.plugins import KafkaConnectSyncPluginManifestsOperator
 from airflow_provider.triggers.plugins import ConnectorPluginsTrigger
@@ -111,11 +112,27 @@ def test_an_empty_plan(fake: FakeCli, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_sync_then_wait_for_the_cluster(fake: FakeCli) -> None:
-    hook = FakeHook({W1: [[], [SOURCE]], W2: [[SOURCE]]}, cluster=CLUSTER)
+    hook = FakeHook({W1: [[], [SOURCE]], W2: [[SOURCE]]}, cluster=CLUSTER, allowed=(W1, W2))
     result = operator(fake, hook, wait_for_workers=True).execute({"ti": FakeTI()})
     # Only the class GET /connector-plugins lists is waited for (not the config provider).
     assert result["workers"] == {W1: {SOURCE: "1.0"}, W2: {SOURCE: "1.0"}}
     assert hook.asked == [W1, W2, W1]
+
+
+def test_members_outside_the_credential_scope_fail_before_anything_is_written(
+        fake: FakeCli) -> None:
+    hook = FakeHook({W1: [[SOURCE]], W2: [[SOURCE]]}, cluster=CLUSTER, allowed=(W1,))
+    with pytest.raises(UntrustedWorkerUrlError, match=f"{W2}/ .from GET /admin/cluster"):
+        operator(fake, hook, wait_for_workers=True).execute({"ti": FakeTI()})
+    assert fake.calls == [] and hook.asked == []
+
+
+def test_given_worker_urls_and_the_flag_reach_the_hook(fake: FakeCli) -> None:
+    hook = operator(fake, worker_urls="https://w9:8443/, http://w8:8083").hook
+    assert hook.trusted_worker_urls == ("https://w9:8443", "http://w8:8083")
+    assert hook.allow_discovered_workers is False
+    discovering = operator(fake, allow_discovered_workers=True).hook
+    assert discovering.trusted_worker_urls == () and discovering.allow_discovered_workers
 
 
 def test_given_worker_urls_are_the_ones_checked(fake: FakeCli) -> None:
@@ -155,7 +172,7 @@ def test_nothing_workers_list_was_added(fake: FakeCli) -> None:
 
 
 def test_deferrable_wait_runs_in_the_trigger(fake: FakeCli) -> None:
-    op = operator(fake, FakeHook({}, cluster=CLUSTER), wait_for_workers=True,
+    op = operator(fake, FakeHook({}, cluster=CLUSTER, allowed=(W1, W2)), wait_for_workers=True,
                   deferrable=True, wait_timeout=30, kafka_connect_conn_id="kc")
     ti = FakeTI()
     with pytest.raises(TaskDeferred) as deferred:
