@@ -207,7 +207,8 @@ def _positive_int(key: str, value: str) -> int:
     except ValueError:
         number = 0
     if number < 1:
-        raise ClientPropertyError(key, f"{value!r} is not a positive integer")
+        # The value is not shown: it may have come from a placeholder.
+        raise ClientPropertyError(key, "the value is not a positive integer")
     return number
 
 

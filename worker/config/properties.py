@@ -91,7 +91,8 @@ def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
         where = f"{source}:{number}"
         key = _unescape(raw_key, where, where)
         if not key:
-            raise ConfigError(where, f"line has no key: {line[:40]!r}")
+            # The line itself is not shown: what follows the '=' may be a secret.
+            raise ConfigError(where, "line has no key (it starts with '=' or ':')")
         props[key] = _unescape(raw_value, key, where)
     return props
 

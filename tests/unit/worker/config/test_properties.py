@@ -299,3 +299,10 @@ class TestLoadConnectorConfig:
     def test_missing_properties_file(self, tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="cannot read file"):
             load_connector_config(tmp_path / "absent.properties")
+
+
+def test_a_line_without_a_key_is_refused_without_showing_it() -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_properties("=Hunter2-Secret-Value\n", "worker.properties")
+    assert "worker.properties:1" in str(refused.value)
+    assert "Hunter2" not in str(refused.value)
