@@ -5,7 +5,8 @@ Issue #41's probe: three 25 MB bodies without credentials on ``POST /connectors/
 ``/health`` for 2.2 s. This script starts the embedded broker (or uses
 KAFKA_BOOTSTRAP_SERVERS) and a ``connect-standalone`` worker with basic auth, then per round:
 
-1. measures ``/health`` (authenticated, from a process of its own) every 5 ms for ``--idle-s`` seconds: the baseline;
+1. measures ``/health`` (authenticated, from a process of its own) every 5 ms for
+   ``--idle-s`` seconds: the baseline;
 2. sends ``--requests`` 25 MB requests at once from as many threads, cycling through the
    probe's variants (internal route with ``Content-Length``; chunked with a made-up
    signature; chunked unsigned; ``POST /connectors`` chunked without credentials), while
@@ -14,8 +15,9 @@ KAFKA_BOOTSTRAP_SERVERS) and a ``connect-standalone`` worker with basic auth, th
 
 It reports the ``/health`` p50/p90/p99/max under attack against the idle ones of the same
 round (p50 and p99 as ratios), the RSS right after the burst and once it settled (the worker
-hands freed memory back 2 s after a burst), and what each request was answered. The senders and the worker share
-the machine's cores: the latency ratio includes what sending 500 MB on loopback costs.
+hands freed memory back 2 s after a burst), and what each request was answered. The senders
+and the worker share the machine's cores: the latency ratio includes what sending 500 MB on
+loopback costs.
 
 Run: ``.venv/bin/python tests/bench/bench_request_limits.py [--rounds 5] [--requests 20]``;
 prints a table and writes ``tests/bench/results/request_limits.json``.
