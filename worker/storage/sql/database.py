@@ -29,10 +29,12 @@ from sqlalchemy.pool import StaticPool
 
 from worker.errors import StorageError
 from worker.storage.sql.schema import metadata
+from worker.util.secrets import is_secret
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
+_MASK_PLACEHOLDER = "MASKEDb8f1c2"
 
 
 class SqlDatabase:
@@ -51,7 +53,7 @@ class SqlDatabase:
         except ArgumentError as exc:
             raise StorageError("Invalid SQL storage URL") from exc
         self._sqlite = self._url.get_backend_name() == "sqlite"
-        self._in_memory = self._sqlite and _is_sqlite_memory(self._url)
+        self._in_memory = self._sqlite and is_sqlite_memory(self._url)
         self._busy_timeout_ms = busy_timeout_ms
         self._echo = echo
         self._lifecycle_lock = threading.Lock()
@@ -62,7 +64,7 @@ class SqlDatabase:
     @property
     def url(self) -> str:
         """The URL with any password masked, safe to log."""
-        return self._url.render_as_string(hide_password=True)
+        return masked_url(self._url)
 
     @property
     def engine(self) -> Engine:
@@ -80,7 +82,7 @@ class SqlDatabase:
                     metadata.create_all(engine)
                 except SQLAlchemyError as exc:
                     engine.dispose()
-                    raise StorageError(f"Creating tables failed: {_describe(exc)}") from exc
+                    raise StorageError(f"Creating tables failed: {describe_error(exc)}") from exc
                 self._engine = engine
                 log.info("SQL storage opened at %s", self.url)
             self._users += 1
@@ -121,7 +123,7 @@ class SqlDatabase:
                 with conn.begin():
                     yield conn
         except SQLAlchemyError as exc:
-            raise StorageError(f"{operation} failed: {_describe(exc)}") from exc
+            raise StorageError(f"{operation} failed: {describe_error(exc)}") from exc
 
     def _create_engine(self) -> Engine:
         # hide_parameters keeps bound values -- connector configs may hold passwords -- out
@@ -174,13 +176,24 @@ def _on_sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(f"BEGIN {mode}")
 
 
-def _is_sqlite_memory(url: URL) -> bool:
+def masked_url(url: URL) -> str:
+    """``url`` safe for logs and messages: its password, and the value of any query
+    parameter whose name says it holds a secret (``?password=``, ``?sslpassword=``), are
+    masked."""
+    # A placeholder that URL quoting leaves alone, then the mask the password gets.
+    secret = {k: _MASK_PLACEHOLDER for k in url.query if is_secret(k)}
+    shown = url.update_query_dict(secret).render_as_string(hide_password=True)
+    return shown.replace(_MASK_PLACEHOLDER, "***") if secret else shown
+
+
+def is_sqlite_memory(url: URL) -> bool:
+    """Whether a SQLite URL names an in-memory database (private to one process)."""
     database = url.database or ""
     return (database in ("", ":memory:") or database.startswith("file::memory:")
             or url.query.get("mode") == "memory")
 
 
-def _describe(exc: SQLAlchemyError) -> str:
+def describe_error(exc: SQLAlchemyError) -> str:
     # The driver's message names the failure ("database is locked") without bound values.
     orig = getattr(exc, "orig", None)
     return f"{type(exc).__name__}: {orig}" if orig is not None else type(exc).__name__

@@ -89,3 +89,24 @@ worker_config = Table(
     Column("revision", BigInteger, nullable=False),
     Column("properties", Text, nullable=False),
 )
+
+#: Which worker holds the state (``worker/storage/sql/lock``), on server databases: one row
+#: per lock (``name``). It is informational where PostgreSQL's advisory lock does the
+#: locking, and the lock itself (a lease renewed by its holder) on other databases. Apart
+#: from ``metadata``: only the lock creates it, and SQLite (which locks a file) never does.
+lock_metadata = MetaData()
+
+state_lock = Table(
+    "connect_state_lock",
+    lock_metadata,
+    Column("name", String(64), primary_key=True),
+    # The holder: its PostgreSQL backend PID (advisory lock) or a random token (lease).
+    Column("holder", String(64), nullable=False),
+    Column("pid", BigInteger, nullable=False),
+    Column("host", String(NAME_LENGTH), nullable=False),
+    Column("url", Text, nullable=False),
+    Column("since_ms", BigInteger, nullable=False),
+    # Lease only: the holder's clock when it last renewed, and how long that holds.
+    Column("renewed_ms", BigInteger, nullable=False),
+    Column("lease_ms", BigInteger, nullable=False),
+)
