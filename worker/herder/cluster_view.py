@@ -1,9 +1,10 @@
 """What a distributed worker derives from an assignment and the config: pure functions.
 
 The *shape* of the config is connector name -> task count: all the assignment depends on.
-The assignment's ``cluster`` lists every worker's work, so each worker can tell whether the
-config holds work nobody was given (rebalance now) or the assignment still holds work that
-was deleted (a rebalance can wait).
+The assignment's ``cluster`` lists every worker's work and ``held`` the work the leader
+holds for workers that left, so each worker can tell whether the config holds work nobody
+was given (rebalance now) or the assignment still holds work that was deleted (a rebalance
+can wait). Held work counts as given: it waits for its worker, not for a rebalance.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ def shape(snapshot: ClusterConfigState) -> Shape:
 
 
 def cluster_work(assignment: WorkerAssignment | None) -> tuple[set[str], set[TaskId]]:
-    """Everything the generation of ``assignment`` assigned, on any worker."""
+    """Everything the generation of ``assignment`` assigned, on any worker, or held."""
     connectors: set[str] = set()
     tasks: set[TaskId] = set()
-    for member in assignment.cluster if assignment is not None else ():
-        connectors |= member.assignment.connectors
-        tasks |= member.assignment.tasks
+    if assignment is None:
+        return connectors, tasks
+    for work in (*(m.assignment for m in assignment.cluster),
+                 *(h.assignment for h in assignment.held)):
+        connectors |= work.connectors
+        tasks |= work.tasks
     return connectors, tasks
 
 

@@ -9,10 +9,14 @@ new assignment, react to config-topic updates, run queued requests, reconcile.
 * Writes (the operations are ``ThreadedHerder``'s; ``_write`` says how this herder carries
   them out) run on the leader (exactly one config-topic writer); a follower raises
   ``NotLeaderError`` carrying the leader's URL and REST forwards the request (``?forward=``
-  as in Kafka). While a rebalance is under way a write waits up to ``REBALANCE_WAIT_S``,
-  then answers 409 with Kafka's message.
-* The leader assigns with ``IncrementalAssignor``: balanced, incremental, revoke before
-  reassign, departed workers' work held for ``scheduled.rebalance.max.delay.ms``.
+  as in Kafka). While a rebalance is under way (or one is due: the config changed and
+  this worker asked to rejoin) a write waits for it to finish, as Kafka's herder keeps
+  requests queued until its member is back in a stable group; only after
+  ``REBALANCE_WAIT_S`` does it answer 409 with Kafka's message.
+* The leader assigns with ``IncrementalAssignor`` (through ``GroupLeader``): balanced,
+  incremental, revoke before reassign; a departed worker's work is held for
+  ``scheduled.rebalance.max.delay.ms`` or until that worker rejoins, logged at INFO and
+  listed by ``GET /admin/cluster`` (``cluster_info``).
 * A worker whose membership lapses (expelled, or no heartbeat answered for a session
   timeout) stops all its connectors and tasks before others may be given them.
 * Task configs are computed by the worker running the connector and written by the
@@ -33,6 +37,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from worker.config.worker_config import DistributedConfig
@@ -53,6 +58,7 @@ from worker.herder.models import (
     ConnectorOffset,
     ConnectorStateInfo,
     HealthStatus,
+    HeldWorkInfo,
     Message,
 )
 from worker.herder.protocol import (
@@ -84,8 +90,12 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: How long a write waits for a rebalance to finish before answering 409.
-REBALANCE_WAIT_S = 10.0
+#: How long a write waits for a rebalance to finish before answering 409. Rebalances come
+#: back to back after a write (new connector, then its task configs) and each may take
+#: ``session.timeout.ms / 2`` on Tansu, so this is generous; it stays below the 90 s a
+#: follower waits for a forwarded request (``worker.rest.forward``), so that the 409 (or
+#: the write's answer) reaches the client through the follower.
+REBALANCE_WAIT_S = 60.0
 #: Herder-thread poll interval: bounds how late a group event or config update is noticed.
 TICK_S = 0.05
 ERROR_BACKOFF_S = 1.0
@@ -342,13 +352,18 @@ class DistributedHerder(ThreadedHerder):
                                         sign=self._keys.sign)
 
     def cluster_info(self) -> ClusterInfo:
-        """The members of the current generation, as the leader sent them to everyone."""
+        """The members of the current generation and the work held for workers that left,
+        as the leader sent them to everyone."""
         assignment = self._assignment
         if assignment is None:
             return ClusterInfo(None, [])
         members = sorted((ClusterMemberInfo(m.worker_id, m.url) for m in assignment.cluster),
                          key=lambda m: (m.worker_id, m.url))
-        return ClusterInfo(assignment.leader_url, members)
+        held = [HeldWorkInfo(h.worker_id, h.url, sorted(h.assignment.connectors),
+                             sorted(h.assignment.tasks),
+                             datetime.fromtimestamp(h.until_ms / 1000, UTC))
+                for h in assignment.held]
+        return ClusterInfo(assignment.leader_url, members, held)
 
     # --- how a write is carried out ---------------------------------------------------------
 

@@ -41,6 +41,8 @@ AssignFn = Callable[[str, dict[str, MemberMetadata]], dict[str, WorkerAssignment
 
 BOOTSTRAP_TIMEOUT_MS = 30000
 LEAVE_TIMEOUT_MS = 5000
+#: How long a stopping leader waits for its heartbeat loop to end (one heartbeat in flight).
+HEARTBEAT_STOP_TIMEOUT_MS = 2000
 
 
 def client_settings(config: DistributedConfig) -> dict[str, Any]:
@@ -155,6 +157,7 @@ class GroupMembership:
         if coordinator is not None and self._leader:
             log.info("Leaving group %s by session expiry (%d ms): this worker leads it",
                      self.config.group_id, self.config.get("session.timeout.ms"))
+            _stop_heartbeat(coordinator)
             coordinator = None
         if coordinator is not None:
             try:
@@ -239,3 +242,18 @@ class GroupMembership:
         if self._coordinator is None:
             raise ConnectError("Not a member of the group (not started or stopped)")
         return self._coordinator
+
+
+def _stop_heartbeat(coordinator: _Coordinator) -> None:
+    """End the heartbeat loop without leaving the group, before the network loop it runs
+    on stops: a loop cancelled by that stop logs "Unhandled Heartbeat loop error" at ERROR
+    (kafka-python's ``close()``, which a leaving member calls, ends it the same way)."""
+    coordinator._close_heartbeat()
+    task = coordinator._heartbeat_loop_future
+    if task is None or task.is_done:
+        return
+    try:
+        coordinator._manager.run(coordinator._manager.wait_for, task,
+                                 HEARTBEAT_STOP_TIMEOUT_MS)
+    except Exception as exc:  # noqa: BLE001 - a timeout or the loop's own error: stop anyway
+        log.debug("Heartbeat loop did not end cleanly: %r", exc)

@@ -9,6 +9,7 @@ and of our ``/admin/`` extensions (``WorkerConfigValidation``, ``WorkerInfo``,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -205,8 +206,22 @@ class ClusterMemberInfo:
 
 
 @dataclass(frozen=True)
+class HeldWorkInfo:
+    """Work the leader holds for a worker that left the group, until ``until`` (UTC): it
+    goes back to that worker if it rejoins by then, else to the others."""
+
+    worker_id: str
+    url: str
+    connectors: list[str]
+    tasks: list[TaskId]
+    until: datetime
+
+
+@dataclass(frozen=True)
 class ClusterInfo:
-    """``GET /admin/cluster``: the leader's URL (None while unknown) and every member."""
+    """``GET /admin/cluster``: the leader's URL (None while unknown), every member, and the
+    work held for workers that left (distributed mode)."""
 
     leader_url: str | None
     members: list[ClusterMemberInfo]
+    held: list[HeldWorkInfo] = field(default_factory=list)

@@ -13,10 +13,13 @@ protocol name ``PROTOCOL``. Metadata and assignments are JSON:
   generation, as Tansu does even for the leader); ``protocol`` is the member's
   ``connect.protocol`` (``eager``, ``compatible`` or ``sessioned``);
 * assignment (SyncGroup): ``{"version", "error", "leader", "leader_url", "config_offset",
-  "assigned", "revoked", "delay_ms", "cluster", "protocol"}`` — ``cluster`` lists every
-  member's URL, worker id and assignment, so any worker can forward a request to the
+  "assigned", "revoked", "delay_ms", "cluster", "protocol", "held"}`` — ``cluster`` lists
+  every member's URL, worker id and assignment, so any worker can forward a request to the
   owner of a connector or task; ``protocol`` is the lowest of the members' protocols,
-  as Kafka's group settles on the highest protocol every member supports.
+  as Kafka's group settles on the highest protocol every member supports; ``held`` lists
+  the work the leader holds for workers that left (``worker_id``, ``url``, ``assignment``,
+  ``until``: epoch ms), so that every worker's ``GET /admin/cluster`` shows it (absent:
+  none).
 
 Rebalancing is the same whatever ``protocol`` says; it decides one thing, as in Kafka:
 internal requests are signed and checked (KIP-507) only while the group is
@@ -85,6 +88,16 @@ class ClusterMember:
 
 
 @dataclass(frozen=True)
+class HeldWork:
+    """Work the leader holds for a worker that left, until ``until_ms`` (epoch ms)."""
+
+    worker_id: str
+    url: str
+    assignment: Assignment
+    until_ms: int
+
+
+@dataclass(frozen=True)
 class WorkerAssignment:
     """What the leader sent this member for one generation."""
 
@@ -97,6 +110,7 @@ class WorkerAssignment:
     delay_ms: int = 0
     cluster: tuple[ClusterMember, ...] = ()
     protocol: str = SESSIONED
+    held: tuple[HeldWork, ...] = ()
 
     @property
     def sessioned(self) -> bool:
@@ -120,7 +134,10 @@ class WorkerAssignment:
             "delay_ms": self.delay_ms,
             "cluster": [{"url": m.url, "worker_id": m.worker_id,
                          "assignment": m.assignment.to_dict()} for m in self.cluster],
-            "protocol": self.protocol})
+            "protocol": self.protocol,
+            "held": [{"worker_id": h.worker_id, "url": h.url,
+                      "assignment": h.assignment.to_dict(), "until": h.until_ms}
+                     for h in self.held]})
 
     @classmethod
     def decode(cls, raw: bytes) -> WorkerAssignment:
@@ -129,10 +146,13 @@ class WorkerAssignment:
             cluster = tuple(ClusterMember(str(m["url"]), str(m["worker_id"]),
                                           Assignment.from_dict(m["assignment"]))
                             for m in body.get("cluster", []))
+            held = tuple(HeldWork(str(h["worker_id"]), str(h["url"]),
+                                  Assignment.from_dict(h["assignment"]), int(h["until"]))
+                         for h in body.get("held", []))
             return cls(int(body["error"]), str(body["leader"]), str(body["leader_url"]),
                        int(body["config_offset"]), Assignment.from_dict(body["assigned"]),
                        Assignment.from_dict(body["revoked"]), int(body.get("delay_ms", 0)),
-                       cluster, _protocol(body))
+                       cluster, _protocol(body), held)
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed assignment: {exc}") from exc
 

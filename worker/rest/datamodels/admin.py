@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 
 from worker.rest.datamodels.base import ResponseModel
+from worker.rest.datamodels.connectors import ConnectorTaskIdResponse
 
 
 def _iso_utc(value: Any) -> Any:
@@ -80,8 +81,25 @@ class ClusterMemberResponse(ResponseModel):
     url: str
 
 
+class HeldWorkResponse(ResponseModel):
+    """Work the leader holds for a worker that left (``scheduled.rebalance.max.delay.ms``)."""
+
+    worker_id: str = Field(description="host:port of the worker the work is held for")
+    url: str = Field(description="That worker's URL as it last advertised it")
+    connectors: list[str] = Field(description="Connectors held, sorted")
+    tasks: list[ConnectorTaskIdResponse] = Field(description="Tasks held, sorted")
+    until: IsoTime = Field(description="ISO-8601, UTC: when the work goes to the other "
+                                       "workers unless that worker rejoined")
+
+
 class ClusterResponse(ResponseModel):
-    """``GET /admin/cluster``: the leader and every member (standalone: the worker)."""
+    """``GET /admin/cluster``: the leader, every member (standalone: the worker) and the
+    work held for workers that left."""
 
     leader_url: str | None = Field(description="null while no leader is known (rebalance)")
     members: list[ClusterMemberResponse]
+    held: list[HeldWorkResponse] = Field(
+        description="Distributed mode: connectors and tasks the leader holds for workers "
+                    "that left the group, as of the last assignment; a worker that rejoins "
+                    "gets its work back at once. Empty when nothing is held (standalone: "
+                    "always)")

@@ -53,8 +53,11 @@ def get_worker(herder: HerderDep, request: Request, reveal: RevealSecrets) -> di
             "listeners": _listeners(request)}
 
 
-@router.get("/cluster", summary="The cluster's leader and members (URLs)",
+@router.get("/cluster", summary="The cluster's leader, members (URLs) and held work",
             response_model=ClusterResponse)
 def get_cluster(herder: HerderDep) -> ClusterInfo:
-    """200 from any worker; standalone: the worker itself, as leader."""
+    """200 from any worker, as of the last assignment it received: the members, and the
+    connectors and tasks the leader holds for workers that left (until they rejoin or
+    ``scheduled.rebalance.max.delay.ms`` ends); standalone: the worker itself, as leader,
+    nothing held."""
     return herder.cluster_info()

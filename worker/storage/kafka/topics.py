@@ -5,7 +5,10 @@ Mirrors Kafka Connect's ``TopicAdmin``: a missing topic is created with
 broker's default); an existing one must be compacted (only) and the config topic must have
 exactly one partition, else startup fails with Kafka's message naming the property. A
 broker that does not report ``cleanup.policy`` at all (Tansu reports only the configs a
-topic was created with) cannot be checked: that is logged, not assumed.
+topic was created with) cannot be checked: that is logged, not assumed. A replication
+factor above the number of brokers fails the creation with Kafka's broker message, also
+on a broker that would accept it (Tansu, with one node, creates any replication factor):
+the same properties must not run on one broker and fail on Kafka.
 
 :class:`TopicBackedStore` is the lifecycle the three Kafka stores share (Kafka's
 ``KafkaTopicBasedBackingStore``): check/create the topic, then run one
@@ -31,6 +34,7 @@ from worker.config.worker_config import DistributedConfig, WorkerConfig
 from worker.errors import ConfigError, StorageError
 from worker.storage.kafka.log import KafkaBasedLog, LogRecord
 from worker.util.librdkafka_keys import is_librdkafka_property
+from worker.util.logs import INTERNAL_TOPIC_CLIENTS, watch_logs
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +94,11 @@ class TopicSpec:
     single_partition: bool = False
 
 
+def _replication_property(spec: TopicSpec) -> str:
+    """``config.storage.replication.factor`` for ``config.storage.topic``, etc."""
+    return f"{spec.property.removesuffix('.topic')}.replication.factor"
+
+
 def topic_spec(config: DistributedConfig, kind: str) -> TopicSpec:
     """The spec of the ``config``, ``offset`` or ``status`` topic of a distributed worker."""
     if kind == "config":
@@ -116,8 +125,10 @@ def ensure_topic(admin_config: Mapping[str, Any], spec: TopicSpec,
     Raises ConfigError (naming ``spec.property``) for an unusable topic, StorageError when
     Kafka cannot be asked. Nothing is written to the topic either way.
     """
-    admin = AdminClient(dict(admin_config))
+    conf: dict[str, Any] = {**admin_config, "logger": logging.getLogger(INTERNAL_TOPIC_CLIENTS)}
+    admin = watch_logs(AdminClient(conf))
     deadline = time.monotonic() + timeout_s
+    _check_replication_factor(admin, spec, timeout_s)
     created = _create(admin, spec, timeout_s)
     partitions = _partition_count(admin, spec, deadline)
     if spec.single_partition and partitions != 1:
@@ -128,6 +139,31 @@ def ensure_topic(admin_config: Mapping[str, Any], spec: TopicSpec,
     if not created:
         _check_compacted(admin, spec, max(0.1, deadline - time.monotonic()))
     return created
+
+
+def _check_replication_factor(admin: AdminClient, spec: TopicSpec, timeout_s: float) -> None:
+    """Refuse to create a topic with more replicas than there are brokers, with the message
+    Kafka's controller gives (Kafka Connect then fails to start). An existing topic, the
+    broker's default (-1) or metadata that cannot be read (``_create`` reports that) pass.
+    """
+    wanted = spec.replication_factor
+    if wanted <= 0:
+        return
+    try:
+        # All topics: asking for one by name may make a broker auto-create it.
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        log.debug("Could not list topics to check the replication factor: %s", exc)
+        return
+    brokers = len(metadata.brokers)
+    if spec.name in metadata.topics or not 0 < brokers < wanted:
+        return
+    raise StorageError(
+        f"Error while attempting to create/find topic '{spec.name}' (set by "
+        f"{spec.property}): Unable to replicate the partition {wanted} time(s): The target "
+        f"replication factor of {wanted} cannot be reached because only {brokers} "
+        f"broker(s) are registered. Set {_replication_property(spec)} to at most {brokers} "
+        f"(the number of brokers), or to -1 for the broker's default.")
 
 
 def _create(admin: AdminClient, spec: TopicSpec, timeout_s: float) -> bool:

@@ -8,7 +8,12 @@ from collections.abc import Iterable, Mapping
 
 import pytest
 
-from worker.herder.assignor import Assignment, IncrementalAssignor, MemberAssignment
+from worker.herder.assignor import (
+    Assignment,
+    IncrementalAssignor,
+    MemberAssignment,
+    RoundReport,
+)
 from worker.storage.base import TaskId
 
 CONNECTORS = {"a": 4, "b": 4, "c": 4}
@@ -36,9 +41,10 @@ def merged(assignments: Iterable[Assignment]) -> Assignment:
 
 
 def run_round(assignor: IncrementalAssignor, owned: Mapping[str, Assignment],
-              connectors: Mapping[str, int]) -> dict[str, MemberAssignment]:
+              connectors: Mapping[str, int], workers: Mapping[str, str] | None = None
+              ) -> dict[str, MemberAssignment]:
     """One round, checked against the invariants that hold in every round."""
-    result = assignor.assign(owned, connectors)
+    result = assignor.assign(owned, connectors, workers)
     assert sorted(result) == sorted(owned)
     all_revoked = merged(r.revoked for r in result.values())
     seen = Assignment()
@@ -59,9 +65,10 @@ def report(result: Mapping[str, MemberAssignment]) -> dict[str, Assignment]:
 
 
 def converge(assignor: IncrementalAssignor, clock: FakeClock, owned: Mapping[str, Assignment],
-             connectors: Mapping[str, int], rounds: int = 2) -> dict[str, Assignment]:
+             connectors: Mapping[str, int], rounds: int = 2,
+             workers: Mapping[str, str] | None = None) -> dict[str, Assignment]:
     for _ in range(rounds):
-        result = run_round(assignor, owned, connectors)
+        result = run_round(assignor, owned, connectors, workers)
         owned = report(result)
         clock.advance(next(iter(result.values())).delay_ms)
     assert all(r.revoked.is_empty() and r.delay_ms == 0 for r in result.values())
@@ -173,6 +180,110 @@ def test_new_members_do_not_change_a_hold() -> None:
     assert len(merged(r.revoked for r in joined.values()).tasks) == 2
 
 
+def test_a_hold_is_reported_and_listed_per_worker() -> None:
+    assignor, clock, before = stable_cluster(["w1", "w2", "w3"])
+    run_round(assignor, {m: before[m] for m in ("w1", "w2")}, CONNECTORS)
+    assert assignor.last_round == RoundReport(held={"w3": before["w3"]})
+    assert assignor.holds() == {("w3", clock.now + DELAY_MS / 1000): before["w3"]}
+    clock.advance(DELAY_MS)
+    run_round(assignor, {m: before[m] for m in ("w1", "w2")}, CONNECTORS)
+    assert assignor.last_round == RoundReport(reassigned={"w3": before["w3"]})
+    assert assignor.holds() == {}
+
+
+def test_leave_without_delay_is_reported_as_reassigned() -> None:
+    assignor, _, before = stable_cluster(["w1", "w2", "w3"], delay_ms=0)
+    run_round(assignor, {m: before[m] for m in ("w1", "w2")}, CONNECTORS)
+    assert assignor.last_round == RoundReport(reassigned={"w3": before["w3"]})
+
+
+def test_work_a_member_never_received_is_given_to_it_again_at_once() -> None:
+    """A member whose SyncGroup failed rejoins reporting what it ran before: the work of
+    the round it missed is not lost (it is still a member), so it is not held."""
+    assignor, _, before = stable_cluster(["w1", "w2", "w3"])
+    grown = {**CONNECTORS, "d": 3}
+    delivered = run_round(assignor, before, grown)
+    missed = {m: r.assigned - before[m] for m, r in delivered.items()}
+    assert all(not work.is_empty() for work in missed.values())
+    # w2 never got that assignment: it reports what it had before.
+    again = run_round(assignor, {**report(delivered), "w2": before["w2"]}, grown)
+    assert again["w2"].assigned == delivered["w2"].assigned
+    assert all(r.delay_ms == 0 and r.revoked.is_empty() for r in again.values())
+    assert assignor.held.is_empty()
+    assert assignor.last_round == RoundReport(redelivered={"w2": missed["w2"]})
+
+
+def test_a_worker_back_under_a_new_member_id_gets_its_held_work_at_once() -> None:
+    workers = {"m1": "host1", "m2": "host2", "m3": "host3"}
+    clock = FakeClock()
+    assignor = IncrementalAssignor(DELAY_MS, clock)
+    owned: Mapping[str, Assignment] = {m: Assignment() for m in workers}
+    for _ in range(2):
+        owned = report(run_round(assignor, owned, CONNECTORS, workers))
+    survivors = {m: owned[m] for m in ("m1", "m2")}
+    held = run_round(assignor, survivors, CONNECTORS, workers)
+    assert assignor.last_round == RoundReport(held={"host3": owned["m3"]})
+    clock.advance(1000)
+    # The worker restarted: a new member id, the same worker id, nothing running.
+    back = run_round(assignor, {**report(held), "m9": Assignment()}, CONNECTORS,
+                     {**workers, "m9": "host3"})
+    assert back["m9"].assigned == owned["m3"]
+    assert all(r.delay_ms == 0 and r.revoked.is_empty() for r in back.values())
+    assert assignor.held.is_empty()
+    assert assignor.last_round == RoundReport(returned={"host3": owned["m3"]})
+
+
+def test_a_worker_back_before_the_next_round_is_not_held_at_all() -> None:
+    """Restarted between two rounds: its old member is gone, its new one is there."""
+    workers = {"m1": "host1", "m2": "host2"}
+    assignor = IncrementalAssignor(DELAY_MS, FakeClock())
+    owned: Mapping[str, Assignment] = {m: Assignment() for m in workers}
+    owned = report(run_round(assignor, owned, CONNECTORS, workers))
+    result = run_round(assignor, {"m1": owned["m1"], "m7": Assignment()}, CONNECTORS,
+                       {"m1": "host1", "m7": "host2"})
+    assert result["m7"].assigned == owned["m2"]
+    assert all(r.delay_ms == 0 for r in result.values())
+    assert assignor.last_round == RoundReport(returned={"host2": owned["m2"]})
+
+
+def test_held_work_given_back_respects_the_balance() -> None:
+    """Connectors created while a worker was away went to the others; when it returns it
+    gets its own work back up to its quota, and the balance holds at once."""
+    workers = {"m1": "host1", "m2": "host2"}
+    clock = FakeClock()
+    assignor = IncrementalAssignor(DELAY_MS, clock)
+    owned: Mapping[str, Assignment] = {m: Assignment() for m in workers}
+    owned = report(run_round(assignor, owned, {"a": 4}, workers))
+    alone = report(run_round(assignor, {"m1": owned["m1"]}, {"a": 4, "b": 6}, workers))
+    assert alone["m1"] == owned["m1"] | all_work({"b": 6})  # b is new: not held
+    back = run_round(assignor, {**alone, "m3": Assignment()}, {"a": 4, "b": 6},
+                     {**workers, "m3": "host2"})
+    assert (owned["m2"] - back["m3"].assigned).is_empty()  # its own work, within quota
+    converge(assignor, clock, report(back), {"a": 4, "b": 6})
+
+
+def test_work_given_back_beyond_the_quota_goes_to_the_others() -> None:
+    workers = {"m1": "host1", "m2": "host2"}
+    clock = FakeClock()
+    assignor = IncrementalAssignor(DELAY_MS, clock)
+    owned: Mapping[str, Assignment] = {m: Assignment() for m in workers}
+    owned = report(run_round(assignor, owned, {"a": 6}, workers))
+    away = owned["m2"]
+    assert len(away.tasks) == 3
+    # m2 leaves (its 3 tasks held), m3 joins and takes a share of the rest.
+    now = {"m1": owned["m1"], "m3": Assignment()}
+    workers = {**workers, "m3": "host3", "m9": "host2"}
+    for _ in range(2):
+        now = report(run_round(assignor, now, {"a": 6}, workers))
+    assert assignor.held == away
+    back = run_round(assignor, {**now, "m9": Assignment()}, {"a": 6}, workers)
+    assert len(back["m9"].assigned.tasks) == 2  # 6 tasks over 3 workers
+    returned, moved = assignor.last_round.returned, assignor.last_round.moved
+    assert returned["host2"] == back["m9"].assigned
+    assert returned["host2"] | moved["host2"] == away and len(moved["host2"]) == 1
+    assert_complete_and_balanced(report(back), all_work({"a": 6}))
+
+
 def test_deleted_connector_is_revoked() -> None:
     assignor, clock, before = stable_cluster(["w1", "w2", "w3"])
     remaining = {"a": 4, "c": 4}
@@ -237,15 +348,24 @@ def test_negative_delay_is_rejected() -> None:
 
 
 def _random_event(rng: random.Random, owned: dict[str, Assignment],
-                  connectors: dict[str, int], next_id: list[int]) -> bool:
-    """Mutate membership/config in place; True means the leader failed over."""
+                  connectors: dict[str, int], next_id: list[int],
+                  workers: dict[str, str]) -> bool:
+    """Mutate membership/config in place; True means the leader failed over. ``workers``
+    maps every member id ever seen to its worker id."""
     event = rng.choice(["join", "leave", "restart", "add", "delete", "resize", "zombie",
-                        "failover"])
+                        "failover", "comeback"])
     if event == "join":
         next_id[0] += 1
         owned[f"w{next_id[0]:03d}"] = Assignment()
+        workers[f"w{next_id[0]:03d}"] = f"host{next_id[0]:03d}"
     elif event == "leave" and len(owned) > 1:
         del owned[rng.choice(sorted(owned))]
+    elif event == "comeback":  # a worker that left, back under a new member id
+        away = sorted(set(workers.values()) - {workers[m] for m in owned})
+        if away:
+            next_id[0] += 1
+            owned[f"w{next_id[0]:03d}"] = Assignment()
+            workers[f"w{next_id[0]:03d}"] = rng.choice(away)
     elif event == "restart":  # same member id, but it lost everything it ran
         owned[rng.choice(sorted(owned))] = Assignment()
     elif event == "add":
@@ -281,13 +401,20 @@ def test_random_sequences_converge_to_balance_within_two_rounds(seed: int) -> No
     clock = FakeClock()
     assignor = IncrementalAssignor(delay_ms, clock)
     owned: dict[str, Assignment] = {"w000": Assignment()}
+    workers = {"w000": "host000"}
     connectors: dict[str, int] = {}
     next_id = [0]
     for _ in range(30):
         for _ in range(rng.randint(1, 2)):
-            if _random_event(rng, owned, connectors, next_id):
+            if _random_event(rng, owned, connectors, next_id, workers):
                 assignor = IncrementalAssignor(delay_ms, clock)
-        first = run_round(assignor, owned, connectors)
+        first = run_round(assignor, owned, connectors, workers)
         assert_kept_within_quota(owned, first, all_work(connectors) - assignor.held)
+        returned = merged(assignor.last_round.returned.values())
+        back = {workers[m]: r.assigned - owned[m] for m, r in first.items()}
+        for worker, work in assignor.last_round.returned.items():
+            assert (work - back[worker]).is_empty()  # given back to its own worker
+        assert (returned & assignor.held).is_empty()
         clock.advance(next(iter(first.values())).delay_ms)
-        owned = converge(assignor, clock, report(first), connectors, rounds=1)
+        owned = converge(assignor, clock, report(first), connectors, rounds=1,
+                         workers=workers)

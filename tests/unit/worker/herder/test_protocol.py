@@ -9,6 +9,7 @@ from worker.herder.assignor import Assignment
 from worker.herder.protocol import (
     NO_ERROR,
     ClusterMember,
+    HeldWork,
     MemberMetadata,
     ProtocolError,
     WorkerAssignment,
@@ -66,3 +67,23 @@ def test_protocol_travels_and_defaults_to_compatible_when_absent() -> None:
     with pytest.raises(ProtocolError):
         MemberMetadata.decode(b'{"url": "u", "worker_id": "w", "config_offset": 0, '
                               b'"protocol": "v9"}')
+
+
+def test_held_work_travels_in_the_assignment() -> None:
+    held = (HeldWork("w3:8083", "http://w3:8083",
+                     Assignment(frozenset({"a"}), frozenset({TaskId("a", 2)})), 1_800_000_000_123),)
+    assignment = WorkerAssignment(NO_ERROR, "member-1", "http://w1:8083", 7, held=held)
+    assert WorkerAssignment.decode(assignment.encode()).held == held
+    older = WorkerAssignment(NO_ERROR, "member-1", "http://w1:8083", 7).encode()
+    assert b"held" in older  # an empty list; an assignment without the field reads as none
+    body = older.replace(b'"held":[],', b"")
+    assert b"held" not in body and WorkerAssignment.decode(body).held == ()
+
+
+@pytest.mark.parametrize("held", [b'"held":7', b'"held":[{"url":"u"}]',
+                                  b'"held":[{"worker_id":"w","url":"u","assignment":{},'
+                                  b'"until":"soon"}]'])
+def test_malformed_held_work_is_a_protocol_error(held: bytes) -> None:
+    raw = WorkerAssignment(NO_ERROR, "m", "http://w1:8083", 0).encode()
+    with pytest.raises(ProtocolError):
+        WorkerAssignment.decode(raw.replace(b'"held":[]', held))

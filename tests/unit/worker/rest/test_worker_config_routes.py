@@ -192,7 +192,8 @@ def test_worker_reports_a_failed_validation(client: TestClient, herder: FakeHerd
 def test_cluster(client: TestClient) -> None:
     assert client.get("/admin/cluster").json() == {
         "leader_url": "http://127.0.0.1:8083",
-        "members": [{"worker_id": "127.0.0.1:8083", "url": "http://127.0.0.1:8083"}]}
+        "members": [{"worker_id": "127.0.0.1:8083", "url": "http://127.0.0.1:8083"}],
+        "held": []}
 
 
 # --- a store that fails -------------------------------------------------------------------
