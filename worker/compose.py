@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,11 +56,15 @@ from worker.storage.sql import (
     SqlOffsetBackingStore,
     SqlStatusBackingStore,
 )
+from worker.storage.sql.lock import StateLock, acquire_state_lock
+from worker.util.logs import STARTUP_CLIENTS
 from worker.util.secrets import install_log_redaction
 
 log = logging.getLogger(__name__)
 
 CLUSTER_ID_TIMEOUT_S = 30.0
+#: The longest single wait for the cluster id (see kafka_cluster_id).
+CLUSTER_ID_STEP_S = 1.0
 _DISCOVERY_KEYS = ("plugin.path", "plugin.discovery", "plugin.import.packages")
 
 
@@ -80,6 +85,9 @@ class Connect:
     server: RestServer
     #: The REST extensions (closed by ``stop()``) and admin principals.
     security: RestSecurity | None = None
+    #: Standalone: the lock on the state database, released by ``stop()`` once all else
+    #: stopped (``worker.storage.sql.lock``).
+    state_lock: StateLock | None = None
 
     def start(self, *, ready: bool = True) -> None:
         # The herder (and its stores) first: a request must never reach a herder whose
@@ -106,18 +114,50 @@ class Connect:
                 if self.security is not None:
                     self.security.close()  # after the server: no request uses them now
             finally:
-                self.config.close()  # the config providers, once nothing resolves with them
+                try:
+                    self.config.close()  # the config providers, once nothing resolves with them
+                finally:
+                    if self.state_lock is not None:
+                        self.state_lock.release()  # last: nothing of this worker writes now
 
 
-def kafka_cluster_id(config: WorkerConfig, timeout_s: float = CLUSTER_ID_TIMEOUT_S) -> str:
-    """Kafka's cluster id; startup fails with a clear error if no broker answers."""
-    admin = AdminClient(kafka_clients.admin_config(config))
-    try:
-        metadata = admin.list_topics(timeout=timeout_s)
-    except KafkaException as exc:
-        raise ConnectError(f"Could not reach Kafka at bootstrap.servers="
-                           f"{config.bootstrap_servers} within {timeout_s:.0f} s: {exc}") from exc
-    return str(metadata.cluster_id)
+def kafka_cluster_id(config: WorkerConfig, timeout_s: float = CLUSTER_ID_TIMEOUT_S, *,
+                     cancelled: threading.Event | None = None) -> str:
+    """Kafka's cluster id; startup fails with a clear error if no broker answers within
+    ``timeout_s``, or at once (ConnectError) when ``cancelled`` is set (a signal).
+
+    Asked in steps of at most ``CLUSTER_ID_STEP_S``: between two, the admin client's log
+    lines are handed to ``worker.compose.librdkafka`` (librdkafka gives them over only in
+    ``poll()``, worker/util/logs.py) and ``cancelled`` is checked. After the first step
+    without an answer, one line says what the worker waits for, and whether
+    ``bootstrap.servers`` was set at all (a misspelt key leaves Kafka's default).
+    """
+    conf = kafka_clients.admin_config(config)
+    conf["logger"] = logging.getLogger(STARTUP_CLIENTS)
+    admin = AdminClient(conf)
+    deadline = time.monotonic() + timeout_s
+    waiting = False
+    default = "" if "bootstrap.servers" in config.originals \
+        else " (Kafka's default: bootstrap.servers is not set)"
+    while True:
+        step = max(0.1, min(CLUSTER_ID_STEP_S, deadline - time.monotonic()))
+        try:
+            return str(admin.list_topics(timeout=step).cluster_id)
+        except KafkaException as exc:
+            failure = exc
+        finally:
+            admin.poll(0)
+        if cancelled is not None and cancelled.is_set():
+            raise ConnectError("Start-up interrupted while waiting for Kafka at "
+                               f"bootstrap.servers={config.bootstrap_servers}")
+        if time.monotonic() >= deadline:
+            raise ConnectError(f"Could not reach Kafka at bootstrap.servers="
+                               f"{config.bootstrap_servers}{default} within {timeout_s:.0f} "
+                               f"s: {failure}") from failure
+        if not waiting:
+            waiting = True
+            log.info("Waiting up to %.0f s for Kafka at bootstrap.servers=%s%s",
+                     deadline - time.monotonic(), config.bootstrap_servers, default)
 
 
 def advertised_listener(config: WorkerConfig) -> Listener:
@@ -206,36 +246,45 @@ def discover_plugins(config: WorkerConfig | Mapping[str, str]) -> PluginRegistry
     return discover(path, str(mode), import_packages=packages).registry
 
 
-def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None = None
-                     ) -> Connect:
+def build_standalone(config: StandaloneConfig, registry: PluginRegistry | None = None,
+                     *, cancelled: threading.Event | None = None) -> Connect:
+    """A standalone worker; ``cancelled`` (a signal) ends the wait for Kafka early."""
     install_log_redaction()  # secrets never reach logs (worker/util/secrets.py)
     registry = registry or discover_plugins(config)
     check_worker_converters(config, registry)
     check_worker_clients(config)  # a client setting librdkafka refuses names its key now
-    cluster_id = kafka_cluster_id(config)
-    database = SqlDatabase(config.sql_url)
-    # The standalone worker is the database's only writer, so reads may be cached.
-    config_store = CachedConfigBackingStore(SqlConfigBackingStore(database))
-    offset_store = SqlOffsetBackingStore(database)
-    status_store = CachedStatusBackingStore(SqlStatusBackingStore(database))
-    worker = Worker(worker_id(config), config, registry, offset_store, status_store)
-    herder = StandaloneHerder(config, registry, worker, config_store, offset_store,
-                              status_store, kafka_cluster_id=cluster_id, loggers=Loggers(),
-                              url=advertised_url(config))
-    app, server, security = rest_layer(config, registry, herder,
-                                       metrics_registry(config, worker))
-    wire_dynamic_config(herder, app, server)
-    return Connect(config, herder, server, security)
+    # One worker per state database (worker/storage/sql/lock): a second one stops here,
+    # naming the first, before it reaches Kafka or binds a port. Connect.stop() releases it.
+    state_lock = acquire_state_lock(config.sql_url, rest_url=advertised_url(config))
+    try:
+        cluster_id = kafka_cluster_id(config, cancelled=cancelled)
+        database = SqlDatabase(config.sql_url)
+        # The lock makes this worker the database's only writer, so reads may be cached.
+        config_store = CachedConfigBackingStore(SqlConfigBackingStore(database))
+        offset_store = SqlOffsetBackingStore(database)
+        status_store = CachedStatusBackingStore(SqlStatusBackingStore(database))
+        worker = Worker(worker_id(config), config, registry, offset_store, status_store)
+        herder = StandaloneHerder(config, registry, worker, config_store, offset_store,
+                                  status_store, kafka_cluster_id=cluster_id,
+                                  loggers=Loggers(), url=advertised_url(config))
+        app, server, security = rest_layer(config, registry, herder,
+                                           metrics_registry(config, worker))
+        wire_dynamic_config(herder, app, server)
+        return Connect(config, herder, server, security, state_lock)
+    except BaseException:
+        state_lock.release()
+        raise
 
 
-def build_distributed(config: DistributedConfig, registry: PluginRegistry | None = None
-                      ) -> Connect:
-    """A distributed worker: state in the internal topics, membership in ``group.id``."""
+def build_distributed(config: DistributedConfig, registry: PluginRegistry | None = None,
+                      *, cancelled: threading.Event | None = None) -> Connect:
+    """A distributed worker: state in the internal topics, membership in ``group.id``;
+    ``cancelled`` (a signal) ends the wait for Kafka early."""
     install_log_redaction()  # secrets never reach logs (worker/util/secrets.py)
     registry = registry or discover_plugins(config)
     check_worker_converters(config, registry)
     check_worker_clients(config)  # a client setting librdkafka refuses names its key now
-    cluster_id = kafka_cluster_id(config)
+    cluster_id = kafka_cluster_id(config, cancelled=cancelled)
     config_store = KafkaConfigBackingStore(config)
     offset_store = KafkaOffsetBackingStore(config)
     status_store = KafkaStatusBackingStore(config)

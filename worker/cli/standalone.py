@@ -1,26 +1,26 @@
 """``connect-standalone worker.properties [connector.properties|connector.json ...]``
 
 As Kafka's script: start a standalone worker, then create (or update) each connector given
-on the command line. SIGTERM/SIGINT stop it cleanly.
+on the command line. SIGTERM/SIGINT stop it cleanly at any moment, start-up included
+(``worker.cli.base``: signals, logging, exit codes).
+
+Only the standard library is imported before ``main()`` installs the signal handlers; the
+worker itself is imported by the start-up.
 """
 
 from __future__ import annotations
 
 import argparse
-import faulthandler
 import logging
-import signal
 import sys
-import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from worker.compose import Connect, build_standalone, discover_plugins
-from worker.config.properties import load_connector_file, load_properties
-from worker.config.worker_config import StandaloneConfig
-from worker.errors import ConnectError
-from worker.runtime import fd_budget
-from worker.storage.base import TargetState
-from worker.util.collector import settle_collector
+from worker.cli.base import Startup, StartupError, run
+
+if TYPE_CHECKING:
+    from worker.compose import Connect
+    from worker.storage.base import TargetState
 
 log = logging.getLogger("worker.cli.standalone")
 
@@ -35,86 +35,54 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def configure_logging() -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s) "
-                               "[%(threadName)s]")
-
-
-def raise_fd_limit() -> None:
-    """Before anything opens a client: the soft RLIMIT_NOFILE up to the hard limit, and
-    one line saying what that allows (worker.runtime.fd_budget)."""
-    log.info("%s", fd_budget.describe(*fd_budget.raise_nofile_limit()))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging()
-    raise_fd_limit()
-    try:
-        props = load_properties(args.worker_properties)
-        # Plugins first: the config providers the properties use may come from plugin.path.
-        registry = discover_plugins(props)
-        config = StandaloneConfig(props, registry)
-        connector_files = [load_connector_file(p) for p in args.connector_configs]
-        for path, connector in zip(args.connector_configs, connector_files, strict=True):
-            if not connector.config.get("name"):
-                raise ConnectError(f"Connector config {path} has no 'name'")
-        process = build_standalone(config, registry)
-        process.start(ready=False)  # ready once the command-line connectors exist
-    except ConnectError as exc:
-        log.error("Failed to start the worker: %s", exc)
-        return 1
+    return run(log, lambda startup: start(startup, args))
 
-    stopping = install_signal_handlers()
-    try:
-        for connector in connector_files:
-            name = connector.config["name"]
+
+def start(startup: Startup, args: argparse.Namespace) -> Connect:
+    """Build and start the worker, then create the command-line connectors; the worker is
+    ready (``/health`` 200) after them, as Kafka's standalone worker."""
+    from worker.compose import build_standalone, discover_plugins
+    from worker.config.properties import load_connector_file, load_properties
+    from worker.config.worker_config import StandaloneConfig
+    from worker.errors import ConnectError
+
+    props = load_properties(args.worker_properties)
+    # Plugins first: the config providers the properties use may come from plugin.path.
+    registry = discover_plugins(props)
+    startup.checkpoint()
+    config = StandaloneConfig(props, registry)
+    connector_files = [load_connector_file(p) for p in args.connector_configs]
+    for path, connector in zip(args.connector_configs, connector_files, strict=True):
+        if not connector.config.get("name"):
+            raise ConnectError(f"Connector config {path} has no 'name'")
+    startup.checkpoint()
+    process = startup.built(build_standalone(config, registry, cancelled=startup.cancelled))
+    process.start(ready=False)  # ready once the command-line connectors exist
+    for connector in connector_files:
+        startup.checkpoint()
+        name = connector.config["name"]
+        try:
             # KIP-980: the initial state applies when the file creates the connector.
             created = process.herder.put_connector_config(
                 name, connector.config, allow_replace=True,
                 initial_state=initial_target_state(connector.initial_state))
-            log.info("%s connector %s", "Created" if created.created else "Updated", name)
-    except ConnectError as exc:
-        log.error("Failed to create a connector from the command line: %s", exc)
-        process.stop()
-        return 1
+        except ConnectError as exc:
+            raise StartupError(f"Failed to create a connector from the command line: "
+                               f"{exc}") from exc
+        log.info("%s connector %s", "Created" if created.created else "Updated", name)
     process.mark_ready()
-    return serve_until_stopped(process, stopping)
+    return process
 
 
 def initial_target_state(initial_state: str | None) -> TargetState | None:
     """A connector file's KIP-980 ``initial_state`` as the config topic's target state
     (RUNNING is STARTED there); None for the default."""
+    from worker.storage.base import TargetState
     if initial_state is None:
         return None
     return TargetState.STARTED if initial_state == "RUNNING" else TargetState(initial_state)
-
-
-def install_signal_handlers() -> threading.Event:
-    """SIGTERM/SIGINT set the returned event; SIGUSR1 dumps every thread's stack."""
-    stopping = threading.Event()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        log.info("Received %s; stopping", signal.Signals(signum).name)
-        stopping.set()
-
-    # `kill -USR1 <pid>` prints every thread's stack to stderr (the jstack of this worker).
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    return stopping
-
-
-def serve_until_stopped(process: Connect, stopping: threading.Event) -> int:
-    # Everything built so far lives as long as the process; records come in batches.
-    settle_collector()
-    log.info("Worker started; REST API at %s", process.server.url)
-    while not stopping.wait(1.0):
-        pass
-    process.stop()
-    log.info("Worker stopped")
-    return 0
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from worker.runtime.kafka_clients import CLIENT_LOG
 from worker.runtime.task_metrics import ErrorMetrics
 from worker.storage.base import TaskId
 from worker.util.kafka_types import ConsumedMessage
+from worker.util.logs import watch_logs
 from worker.util.secrets import KNOWN_SECRETS
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,8 @@ class DeadLetterQueueReporter(ErrorReporter):
         self._producer = self._producer_factory(config)
 
     def _ensure_topic(self, timeout_s: float) -> None:
-        admin = AdminClient(dict(self._admin_config))
+        conf: dict[str, Any] = {**self._admin_config, "logger": CLIENT_LOG}
+        admin = watch_logs(AdminClient(conf))
         failure = f"Could not initialize dead letter queue with topic={self.topic}"
         try:
             existing = admin.list_topics(timeout=timeout_s).topics

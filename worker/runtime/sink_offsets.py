@@ -52,6 +52,7 @@ from worker.api.connector import TopicPartition
 from worker.config.worker_config import WorkerConfig
 from worker.errors import ConnectError
 from worker.runtime import kafka_clients
+from worker.util.logs import watch_logs
 
 log = logging.getLogger(__name__)
 
@@ -263,11 +264,11 @@ def open_sink_offsets(worker_config: WorkerConfig, connector: str,
     (the worker's ``admin.`` keys, then the connector's ``admin.override.`` keys)."""
     conf: dict[str, Any] = dict(kafka_clients.admin_config(worker_config, connector_config))
     conf.setdefault("client.id", f"connector-worker-adminclient-{connector}")
-    conf["logger"] = log
+    conf["logger"] = kafka_clients.CLIENT_LOG  # served by the log pump (watch_logs)
 
     def new_admin() -> AdminClient:
         try:
-            return AdminClient(conf)
+            return watch_logs(AdminClient(conf))
         except KafkaException as exc:
             raise ConnectError(f"Failed to create an admin client for sink connector "
                                f"{connector}: {exc}") from exc

@@ -184,7 +184,9 @@ class WorkerSourceTask(WorkerTask):
             log.error("Task %s: fatal producer error: %s", self.id, err)
             self._fatal = err
         else:
-            log.warning("Task %s: producer error: %s", self.id, err)
+            # Retried by librdkafka, which logs the cause too: with its lines, under the
+            # logger whose repeats are summarised (worker/util/logs.py).
+            CLIENT_LOG.warning("Task %s: producer error: %s", self.id, err)
 
     def _count_written(self, producer: Producer) -> None:
         # librdkafka's queue length counts what is neither acknowledged nor failed yet; a

@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from worker.api.config_def import ConfigDef, Importance, Type, Width, parse_type
 from worker.api.exceptions import ConfigException, ConnectException
+from worker.util.logs import TASK_CLIENTS, watch_logs
 
 log = logging.getLogger(__name__)
 
@@ -280,11 +281,11 @@ class TopicCreator:
     """
 
     def __init__(self, creation: TopicCreation, admin_config: Mapping[str, Any], *,
-                 admin_factory: Callable[[dict[str, Any]], Any] = AdminClient,
+                 admin_factory: Callable[[dict[str, Any]], Any] | None = None,
                  timeout_s: float = ADMIN_TIMEOUT_S) -> None:
         self.creation = creation
         self._admin_config = dict(admin_config)
-        self._admin_factory = admin_factory
+        self._admin_factory = admin_factory or _admin_client
         self._timeout_s = timeout_s
         self.known: set[str] = set()
 
@@ -327,6 +328,12 @@ class TopicCreator:
         else:
             log.info("Created topic %s", group.describe(topic))
         self.known.add(topic)
+
+
+def _admin_client(config: dict[str, Any]) -> AdminClient:
+    """An admin client whose librdkafka lines go to ``worker.runtime.librdkafka``."""
+    conf: dict[str, Any] = {**config, "logger": logging.getLogger(TASK_CLIENTS)}
+    return watch_logs(AdminClient(conf))
 
 
 def creator(enabled: bool, connector_config: Mapping[str, str],

@@ -16,7 +16,8 @@ to the producer and the consumer, an optional ``admin_stats_cb`` to the admin cl
 reads the end offsets: librdkafka calls each every ``statistics.interval.ms`` of the
 client's config, from the calls that serve the client, i.e. on the log's two threads (the
 consumer's ``poll()``/``consume()``; the producer's ``poll()`` and, with
-``admin_stats_cb``, the admin client's ``poll(0)`` after it). They must not raise.
+``admin_stats_cb``, the admin client's ``poll(0)`` after it — or the log pump's, which
+hands over the admin client's log lines, worker/util/logs.py). They must not raise.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from worker.errors import StorageError
 from worker.util.consumer_defaults import CONSUMER_DEFAULTS
 from worker.util.kafka_types import ConsumedMessage
+from worker.util.logs import INTERNAL_TOPIC_CLIENTS, watch_logs
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,9 @@ class KafkaBasedLog:
                  admin_stats_cb: Callable[[str], None] | None = None) -> None:
         self.topic = topic
         self._on_record = on_record
-        lib_log = logging.getLogger(f"{__name__}.librdkafka")
+        # librdkafka's lines of all three clients (worker/util/logs.py): the producer's and
+        # the consumer's come with their polls, the admin client's with the log pump's.
+        lib_log = logging.getLogger(INTERNAL_TOPIC_CLIENTS)
         stats: dict[str, Any] = {} if stats_cb is None else {"stats_cb": stats_cb}
         self._producer_config = {**producer_config, **stats, "logger": lib_log,
                                  # Exactness and ordering of the log, not tunables:
@@ -92,8 +96,8 @@ class KafkaBasedLog:
                                  "group.id": f"{consumer_config.get('client.id')}-{topic}",
                                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                                  "auto.offset.reset": "earliest", "enable.partition.eof": True}
-        self._admin_config = dict(admin_config) if admin_stats_cb is None \
-            else {**admin_config, "stats_cb": admin_stats_cb}
+        self._admin_config = {**admin_config, "logger": lib_log} if admin_stats_cb is None \
+            else {**admin_config, "logger": lib_log, "stats_cb": admin_stats_cb}
         self._serve_admin = admin_stats_cb is not None
         self._producer: Producer | None = None
         self._admin: AdminClient | None = None
@@ -114,7 +118,7 @@ class KafkaBasedLog:
             raise StorageError(f"The log of topic '{self.topic}' cannot be started twice")
         consumer: Consumer | None = None
         try:
-            self._admin = AdminClient(self._admin_config)
+            self._admin = watch_logs(AdminClient(self._admin_config))
             metadata = self._admin.list_topics(topic=self.topic, timeout=timeout_s)
             topic = metadata.topics.get(self.topic)
             if topic is None or topic.error is not None or not topic.partitions:

@@ -353,7 +353,8 @@ def test_the_log_hands_the_callback_to_both_clients() -> None:
                         stats_cb=callback, admin_stats_cb=admin_callback)
     assert log._producer_config["stats_cb"] is callback
     assert log._consumer_config["stats_cb"] is callback
-    assert log._admin_config == {"client.id": "a", "stats_cb": admin_callback}
+    assert log._admin_config == {"client.id": "a", "stats_cb": admin_callback,
+                                 "logger": log._producer_config["logger"]}
     plain = KafkaBasedLog("t", producer_config={}, consumer_config={"client.id": "c"},
                           admin_config={}, on_record=lambda r: None)
     assert "stats_cb" not in plain._producer_config
@@ -418,7 +419,7 @@ def test_a_store_without_a_callback_builds_no_statistics(
 
 
 def build_distributed(monkeypatch: pytest.MonkeyPatch, **props: str) -> compose.Connect:
-    monkeypatch.setattr(compose, "kafka_cluster_id", lambda config, timeout_s=0: "cluster")
+    monkeypatch.setattr(compose, "kafka_cluster_id", lambda config, **_: "cluster")
     return compose.build_distributed(distributed_config(**props))
 
 

@@ -10,10 +10,10 @@ import sys
 from worker.util.collector import FIRST_GENERATION_THRESHOLD
 
 # In a fresh interpreter, so that this test process's collector is left alone: what
-# serve_until_stopped (both CLIs' last step) leaves behind, given a stop already asked for.
+# serve (both CLIs' last step, worker.cli.base) leaves behind, given a stop already asked for.
 PROBE = """
-import gc, json, threading
-from worker.cli.standalone import serve_until_stopped
+import gc, json, logging, signal
+from worker.cli.base import Signals, serve
 
 class Server:
     url = "http://127.0.0.1:0"
@@ -25,10 +25,11 @@ class Process:
         self.stopped = True
 
 before = {"threshold": gc.get_threshold(), "frozen": gc.get_freeze_count()}
-stopping = threading.Event()
-stopping.set()
+log = logging.getLogger("probe")
+signals = Signals(log)
+signals.received.append(signal.SIGTERM)
 process = Process()
-code = serve_until_stopped(process, stopping)
+code = serve(log, signals, process)
 print(json.dumps({"before": before, "threshold": gc.get_threshold(),
                   "frozen": gc.get_freeze_count(), "code": code,
                   "stopped": process.stopped}))
