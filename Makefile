@@ -73,7 +73,7 @@ constraints: | $(BIN)/python  ## re-pin every dependency into constraints.txt
 	touch $(STAMP)
 
 clean:  ## remove caches, build output and demo state (keeps .venv)
-	rm -rf .demo build dist .pytest_cache .ruff_cache .mypy_cache *.egg-info
+	rm -rf .demo .demo-worker build dist .pytest_cache .ruff_cache .mypy_cache *.egg-info
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
 
 distclean: clean  ## clean, and remove .venv too

@@ -5,13 +5,14 @@
 Starts the embedded Tansu broker, a ``connect-standalone`` worker subprocess with its state
 in SQLite, and two connectors created over the REST API::
 
-    .demo/input.txt --FileStreamSource--> topic demo-lines --FileStreamSink--> .demo/output.txt
+    input.txt --FileStreamSource--> topic demo-lines --FileStreamSink--> output.txt
 
 then appends a numbered line to ``input.txt`` every second and prints each line as it
 arrives in ``output.txt``, with the connector states. Ctrl-C (or ``--duration``) stops the
-worker (SIGTERM), then the broker. Everything lives in ``.demo/`` (``--dir``), which is
-wiped at start: the broker keeps its data in memory, so state from a previous run would
-point at topics that no longer exist.
+worker (SIGTERM), then the broker. Everything lives in ``.demo-worker/`` (``--dir``), whose
+files of this demo are wiped at start: the broker keeps its data in memory, so state from a
+previous run would point at topics that no longer exist. Not ``.demo/``: that is
+``make demo``'s, which wipes it whole, and whose worker state this demo's would replace.
 
 Usage: ``python -m worker.demo [--duration SECONDS] [--dir DIR] [--interval SECONDS]``.
 """
@@ -43,6 +44,8 @@ TOPIC = "demo-lines"
 SOURCE = "demo-source"
 SINK = "demo-sink"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+#: Not make demo's ``.demo``: each demo wipes its own directory's state at start.
+DEFAULT_DIR = Path(".demo-worker")
 
 WORKER_START_TIMEOUT_S = 60.0
 CONNECTOR_START_TIMEOUT_S = 60.0
@@ -336,8 +339,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="stop after this many seconds of writing (default: run until Ctrl-C); the exit "
         "code is then 1 if a written line did not reach the output file",
     )
-    parser.add_argument("--dir", type=Path, default=Path(".demo"),
-                        help="directory for files, state and logs (default: .demo)")
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR,
+                        help=f"directory for files, state and logs (default: {DEFAULT_DIR}; "
+                        "make demo's .demo is its own)")
     parser.add_argument("--interval", type=float, default=1.0,
                         help="seconds between two written lines (default: 1)")
     args = parser.parse_args(argv)

@@ -42,6 +42,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+#: Wiped whole at start; ``python -m worker.demo`` keeps to a directory of its own.
+DEFAULT_DIR = Path(".demo")
+
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     # SIGTERM (e.g. from a test harness) stops the demo as cleanly as Ctrl-C does.
@@ -51,8 +54,9 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dags.demo",
                                      description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--dir", type=Path, default=Path(".demo"),
-                        help="directory for files, state, output and logs (default: .demo)")
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR,
+                        help=f"directory for files, state, output and logs, wiped at start "
+                        f"(default: {DEFAULT_DIR})")
     parser.add_argument("--keep-running", action="store_true",
                         help="leave the worker and broker running after the story, until "
                              "Ctrl-C")

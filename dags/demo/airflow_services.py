@@ -47,8 +47,10 @@ HEALTH_COMPONENTS = ("metadatabase", "scheduler", "triggerer", "dag_processor")
 LOCAL_BUNDLE = "airflow.dag_processing.bundles.local.LocalDagBundle"
 USER = "admin"
 POLL_INTERVAL = 0.2
-STOP_TIMEOUT = 20.0
-SECOND_SIGNAL_WAIT = 5.0
+#: A loaded scheduler was seen to handle its first SIGTERM only after 20 s (its main loop
+#: busy), then not to finish within the second signal's wait: give it room before a kill.
+STOP_TIMEOUT = 45.0
+SECOND_SIGNAL_WAIT = 10.0
 
 
 class AirflowServicesError(RuntimeError):

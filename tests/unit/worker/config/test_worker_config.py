@@ -169,6 +169,78 @@ class TestUnusedKeys:
         assert not [r for r in caplog.records if r.name == LOGGER]
 
 
+class TestRemovedRestKeys:
+    """rest.host.name/rest.port: removed in Kafka 4.0 (KAFKA-12482); a WARNING with the
+    listeners= line to use, and the worker still starts on listeners."""
+
+    @staticmethod
+    def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+        return [r.getMessage() for r in caplog.records
+                if r.name == LOGGER and r.levelno == logging.WARNING]
+
+    def test_both_keys_give_one_warning_with_the_listeners_line(
+            self, caplog: pytest.LogCaptureFixture) -> None:
+        caplog.set_level(logging.INFO, logger=LOGGER)
+
+        config = WorkerConfig({"rest.host.name": "h", "rest.port": "8084"})
+
+        assert self._warnings(caplog) == [
+            "Worker config rest.host.name and rest.port are no longer supported (removed in "
+            "Kafka Connect 4.0, KAFKA-12482) and are ignored: the REST API listens on the "
+            "default listeners=http://:8083 (all interfaces); use "
+            "listeners=http://h:8084 instead"]
+        assert not [r for r in caplog.records if r.name == LOGGER and r.levelno < logging.WARNING]
+        assert config.listeners == ["http://:8083"]
+        assert config.unused == ["rest.host.name", "rest.port"]
+
+    @pytest.mark.parametrize(("props", "line"), [
+        ({"rest.port": "8084"}, "listeners=http://:8084"),
+        ({"rest.host.name": "connect-1.example.com"},
+         "listeners=http://connect-1.example.com:8083"),
+        ({"rest.host.name": "::1", "rest.port": "9000"}, "listeners=http://[::1]:9000"),
+    ])
+    def test_the_line_is_what_kafka_3_built_from_them(
+            self, caplog: pytest.LogCaptureFixture, props: dict[str, str], line: str) -> None:
+        caplog.set_level(logging.WARNING, logger=LOGGER)
+
+        WorkerConfig(props)
+
+        [warning] = self._warnings(caplog)
+        assert warning.endswith(f"use {line} instead")
+        assert f"{' and '.join(props)} {'are' if len(props) > 1 else 'is'} no longer" in warning
+
+    def test_a_placeholder_stays_as_written(self, caplog: pytest.LogCaptureFixture,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+        caplog.set_level(logging.WARNING, logger=LOGGER)
+        monkeypatch.setenv("CP_TEST_REST_PORT", "48084")
+
+        WorkerConfig({"config.providers": "env", "config.providers.env.class":
+                      "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+                      "rest.port": "${env:CP_TEST_REST_PORT}"})
+
+        [warning] = self._warnings(caplog)
+        assert warning.endswith("use listeners=http://:${env:CP_TEST_REST_PORT} instead")
+        assert "48084" not in caplog.text
+
+    def test_with_listeners_set_those_are_used(self, caplog: pytest.LogCaptureFixture
+                                               ) -> None:
+        caplog.set_level(logging.WARNING, logger=LOGGER)
+
+        config = WorkerConfig({"rest.port": "8084", "listeners": "http://127.0.0.1:8085"})
+
+        [warning] = self._warnings(caplog)
+        assert warning.endswith("listeners is set and is used; remove rest.port "
+                                "(= listeners=http://:8084)")
+        assert config.listeners == ["http://127.0.0.1:8085"]
+
+    def test_no_warning_without_them(self, caplog: pytest.LogCaptureFixture) -> None:
+        caplog.set_level(logging.INFO, logger=LOGGER)
+
+        WorkerConfig({"listeners": "http://127.0.0.1:8085", "rest.advertised.port": "8085"})
+
+        assert not [r for r in caplog.records if r.name == LOGGER]
+
+
 class TestConfigProviders:
     """config.providers: placeholders in worker properties resolved at start-up."""
 
