@@ -20,12 +20,8 @@ from fastapi import FastAPI
 from prometheus_client.registry import CollectorRegistry
 
 from worker.api.exceptions import ConfigException
-from worker.config.worker_config import (
-    COMMON,
-    DistributedConfig,
-    StandaloneConfig,
-    WorkerConfig,
-)
+from worker.config.worker_config import DistributedConfig, StandaloneConfig, WorkerConfig
+from worker.config.worker_keys import COMMON
 from worker.errors import ConfigError, ConnectError, PluginNotFoundError
 from worker.herder.abstract import AbstractHerder
 from worker.herder.distributed import DistributedHerder

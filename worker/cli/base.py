@@ -35,7 +35,7 @@ import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from worker.util.logs import LOG_FORMAT, configure_logging
 
@@ -93,14 +93,25 @@ class Signals:
         self.received: list[int] = []
         #: Set once stopping: a further signal ends the process at once.
         self.exit_on_next = False
+        self._previous: dict[int, Any] = {}
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
 
     def install(self) -> None:
         for signum in STOP_SIGNALS:
-            signal.signal(signum, self._on_signal)
+            self._previous[signum] = signal.signal(signum, self._on_signal)
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+    def restore(self) -> None:
+        """Put the previous handlers back and close the pipe (a command run in process)."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+        read, write = self._read, self._write
+        self._read = self._write = -1  # a late wake() must not write to a reused number
+        for fd in (read, write):
+            os.close(fd)
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.received.append(signum)
@@ -110,6 +121,8 @@ class Signals:
 
     def wake(self) -> None:
         """Any thread (or a signal handler): end the main thread's ``wait()``."""
+        if self._write < 0:
+            return  # restored: nobody waits any more
         try:
             os.write(self._write, b"\0")
         except BlockingIOError:

@@ -18,29 +18,24 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
-import signal
 import socket
 import sys
 import threading
-import time
 from collections.abc import Sequence
-from types import FrameType
-from typing import Any, TextIO
+from typing import TextIO
 
+from worker.cli.base import Signals, name, signal_exit_code
 from worker.testing.broker import BrokerStartError, EmbeddedBroker, resolve_tansu_binary
-from worker.util import logs
 
 log = logging.getLogger("worker.cli.broker")
 
 DEFAULT_PORT = 9092
 DEFAULT_HOST = "127.0.0.1"
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Hosts that cannot be advertised: Tansu tells clients to connect where it listens.
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]", "*"})
-#: How often the main thread checks for a signal, the start-up and the broker process.
+#: How often the main thread checks that the broker process still runs (a signal wakes it
+#: at once).
 _WATCH_INTERVAL_S = 0.5
-#: The same during start-up, which takes well under a second.
-_START_POLL_S = 0.1
 #: Lines of the broker's log quoted when it dies on its own.
 _TAIL_LINES = 30
 
@@ -54,27 +49,6 @@ MISSING_EXTRA = (
 
 class UsageError(Exception):
     """A bad argument, reported like argparse's own (exit code 2)."""
-
-
-class _Signals:
-    """SIGINT/SIGTERM noted in ``received``. The handler only appends to a list: a
-    handler that raises, logs or sets a ``threading.Event`` can leave a lock of the code
-    it interrupted held (the same reasoning as the workers' ``worker.cli.base``)."""
-
-    def __init__(self) -> None:
-        self.received: list[int] = []
-        self._previous: dict[signal.Signals, Any] = {}
-
-    def install(self) -> None:
-        for signum in STOP_SIGNALS:
-            self._previous[signum] = signal.signal(signum, self._on_signal)
-
-    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        self.received.append(signum)
-
-    def restore(self) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -167,12 +141,13 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
     ignored: the stop is bounded (SIGTERM, SIGKILL after 2 s), and exiting before it would
     leave the broker running, in a session of its own that Ctrl-C does not reach.
     """
-    signals = _Signals()
+    # Further signals while stopping are noted, never an exit (exit_on_next stays unset).
+    signals = Signals(log)
     signals.install()
     try:
         code, binary = _prepare(args, err)
         if code or signals.received:
-            return code or signal_exit_code(signals.received[0])
+            return code or signal_exit_code(signals.first())
         broker = EmbeddedBroker(host=args.host, port=args.port or None,
                                 log_dir=args.log_dir, binary=binary)
         try:
@@ -183,12 +158,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
         signals.restore()
 
 
-def signal_exit_code(signum: int) -> int:
-    """128 + the signal's number: the shell's code for a process a signal ended."""
-    return 128 + signum
-
-
-def _run_broker(broker: EmbeddedBroker, signals: _Signals, args: argparse.Namespace,
+def _run_broker(broker: EmbeddedBroker, signals: Signals, args: argparse.Namespace,
                 out: TextIO, err: TextIO) -> int:
     outcome: list[BaseException | None] = []
 
@@ -198,29 +168,31 @@ def _run_broker(broker: EmbeddedBroker, signals: _Signals, args: argparse.Namesp
             outcome.append(None)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             outcome.append(exc)
+        finally:
+            signals.wake()
 
     thread = threading.Thread(target=start, name="broker-start", daemon=True)
     thread.start()
-    while not signals.received and thread.is_alive():
-        thread.join(_START_POLL_S)
+    while not signals.received and not outcome:
+        signals.wait()
     if signals.received:
         log.info("Received %s during start-up; stopping the broker once it has started",
-                 signal.Signals(signals.received[0]).name)
+                 name(signals.first()))
         thread.join(broker.startup_timeout + _WATCH_INTERVAL_S)
         _say(out, ["Broker stopped (the signal came during its start-up)."])
-        return signal_exit_code(signals.received[0])
-    failure = outcome[0] if outcome else RuntimeError("the start-up thread ended silently")
+        return signal_exit_code(signals.first())
+    failure = outcome[0]
     if failure is not None:
         err.write(f"connect-plane broker: {failure}\n")
         return 1
     _say(out, ready_text(broker, _tansu_version(), keeps_log=args.log_dir is not None))
     while not signals.received and broker.is_running:
-        time.sleep(_WATCH_INTERVAL_S)
+        signals.wait(_WATCH_INTERVAL_S)
     if not signals.received:
         err.write("connect-plane broker: the broker exited on its own; last lines of its "
                   f"log:\n{broker.log_tail(_TAIL_LINES)}")
         return 1
-    log.info("Received %s; stopping the broker", signal.Signals(signals.received[0]).name)
+    log.info("Received %s; stopping the broker", name(signals.first()))
     broker.stop()
     _say(out, ["Broker stopped."])
     return 0
@@ -246,7 +218,3 @@ def _prepare(args: argparse.Namespace, err: TextIO) -> tuple[int, str | None]:
         return 1, None
     return 0, binary
 
-
-def configure_logging() -> None:
-    """The worker's log format and handling (worker.util.logs), for the broker's lines."""
-    logs.configure_logging(logging.INFO)

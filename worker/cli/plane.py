@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from worker.cli import broker
+from worker.util.logs import configure_logging
 
 
 def parser() -> argparse.ArgumentParser:
@@ -29,7 +30,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    broker.configure_logging()
+    configure_logging()
     return broker.run(args)
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.config.worker_config import JSON_CONVERTER, StandaloneConfig, WorkerConfig
+from worker.config.worker_config import StandaloneConfig, WorkerConfig
+from worker.config.worker_keys import JSON_CONVERTER
 from worker.errors import ConfigError
 
 SECRET = "pa55-w0rd-xyzzy"
