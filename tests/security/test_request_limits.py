@@ -27,7 +27,7 @@ import pytest
 
 from tests.integration._rest_helpers import SESSION_TIMEOUT_MS, TEST_IMPORT_PACKAGES
 from tests.security._raw_http import Answer, chunked, exchange, head, trickle
-from tests.support import WorkerProcess, write_properties
+from tests.support import WorkerProcess, wait_until, write_properties
 from worker.testing import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -249,10 +249,8 @@ def test_connections_beyond_the_cap_are_refused_with_503(worker: WorkerProcess) 
             return worker.client.get("/health").status_code == 200
         except httpx.HTTPError:
             return False
-    deadline = time.monotonic() + 10
-    while not served():  # the slots are released as the server sees the closes
-        assert time.monotonic() < deadline, "no slot freed after the connections closed"
-        time.sleep(0.05)
+    # The slots are released as the server sees the closes.
+    wait_until(served, timeout=10, interval=0.05, message="a slot freed after the closes")
 
 
 def test_body_limits_follow_the_route(worker: WorkerProcess, tmp_path: Path) -> None:

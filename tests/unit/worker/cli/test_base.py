@@ -21,13 +21,14 @@ import pytest
 from worker.cli.base import signal_exit_code
 
 PROBE = """
-import logging, sys, time
+import logging, sys, threading
 from worker.cli import base
 from worker.errors import ConnectError
 
 log = logging.getLogger("worker.cli.probe")
 mode = sys.argv[1]
 base.STARTUP_STOP_WAIT_S = 1.0
+NEVER = threading.Event()  # never set: what waits on it is stuck
 
 class Server:
     url = "http://probe"
@@ -37,7 +38,7 @@ class Process:
     def stop(self):
         log.info("probe: stop called")
         if mode == "slow-stop":
-            time.sleep(30)
+            NEVER.wait(30)  # a stop that does not end in time
 
 def start(startup):
     if mode == "connect-error":
@@ -53,7 +54,7 @@ def start(startup):
         startup.checkpoint()
     if mode == "stubborn":
         log.info("probe: waiting")
-        time.sleep(30)
+        NEVER.wait(30)  # a start-up step that does not look at the signal
     return Process()
 
 sys.exit(base.run(log, start))

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,12 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.engine import make_url
 
 from tests.support import wait_until
+from tests.unit.worker.storage._lock_holder import (
+    FIRST_URL,
+    HOLDER_URL,
+    lock_holder,
+    second_refused,
+)
 from worker.errors import StorageError
 from worker.storage.sql.database import masked_url
 from worker.storage.sql.lock import StateInUseError, acquire_state_lock, lock_path
@@ -31,7 +36,7 @@ from worker.storage.sql.lock.file import FileStateLock
 from worker.storage.sql.lock.lease import LeaseStateLock
 from worker.storage.sql.schema import state_lock
 
-REST = "http://worker-a.example:8083"
+REST = FIRST_URL
 
 
 @pytest.fixture
@@ -55,18 +60,13 @@ def dead_pid() -> int:
 def test_second_lock_in_one_process_is_refused_naming_the_first(url: str) -> None:
     # flock locks belong to the open file description: a second open + flock conflicts
     # even in the process holding the first.
-    first = acquire_state_lock(url, rest_url=REST)
-    try:
-        with pytest.raises(StateInUseError) as refused:
-            acquire_state_lock(url, rest_url="http://worker-b.example:8084")
-    finally:
-        first.release()
-    message = str(refused.value)
+    refused = second_refused(url, FileStateLock)
+    message = str(refused)
     assert message.startswith(f"The state database {url} is in use by another standalone "
                               f"worker (PID {os.getpid()}, REST {REST}, since ")
     assert message.endswith("Stop it, or give this worker its own state: set storage.sql.url "
                             "(or offset.storage.file.filename) to another file.")
-    assert refused.value.owner is not None and refused.value.owner.url == REST
+    assert refused.owner is not None and refused.owner.url == REST
 
 
 def test_release_lets_the_next_worker_in_and_leaves_an_empty_file(url: str) -> None:
@@ -176,34 +176,18 @@ def test_invalid_url_is_a_storage_error() -> None:
 
 # --- another process ---------------------------------------------------------------------
 
-HOLDER = textwrap.dedent("""
-    import sys, time
-    from worker.storage.sql.lock import acquire_state_lock
-    acquire_state_lock(sys.argv[1], rest_url=sys.argv[2])
-    print("locked", flush=True)
-    time.sleep(120)
-""")
-
-
 @pytest.fixture
 def holder_process(url: str) -> Iterator[subprocess.Popen[str]]:
     """A process holding the lock on ``url`` until killed."""
-    child = subprocess.Popen([sys.executable, "-c", HOLDER, url, "http://holder.example:9"],
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "locked"
+    with lock_holder(url) as child:
         yield child
-    finally:
-        child.kill()
-        child.wait(10)
 
 
 def test_lock_held_by_another_process_names_it_and_dies_with_it(
         url: str, holder_process: subprocess.Popen[str]) -> None:
     with pytest.raises(StateInUseError) as refused:
         acquire_state_lock(url, rest_url=REST)
-    assert (f"(PID {holder_process.pid}, REST http://holder.example:9, since "
+    assert (f"(PID {holder_process.pid}, REST {HOLDER_URL}, since "
             in str(refused.value))
     holder_process.send_signal(signal.SIGKILL)  # no clean-up runs
     holder_process.wait(10)

@@ -7,9 +7,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import subprocess
-import sys
-import textwrap
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +15,12 @@ from sqlalchemy import Engine, create_engine, insert, select, text
 from sqlalchemy.engine import make_url
 
 from tests.support import wait_until
+from tests.unit.worker.storage._lock_holder import (
+    FIRST_URL,
+    HOLDER_URL,
+    lock_holder,
+    second_refused,
+)
 from tests.unit.worker.storage.postgres_server import postgres_server
 from worker.errors import StorageError
 from worker.storage.sql.lock import StateInUseError, acquire_state_lock
@@ -25,7 +29,7 @@ from worker.storage.sql.lock.base import LockOwner
 from worker.storage.sql.lock.lease import LeaseStateLock
 from worker.storage.sql.schema import state_lock
 
-REST = "http://worker-a.example:8083"
+REST = FIRST_URL
 _databases = itertools.count(1)
 
 
@@ -64,14 +68,7 @@ def advisory(url: str, rest_url: str = REST, **kwargs: float) -> AdvisoryStateLo
 
 
 def test_second_worker_is_refused_naming_the_first(url: str) -> None:
-    first = acquire_state_lock(url, rest_url=REST)
-    try:
-        assert isinstance(first, AdvisoryStateLock)
-        with pytest.raises(StateInUseError) as refused:
-            acquire_state_lock(url, rest_url="http://worker-b.example:8084")
-    finally:
-        first.release()
-    message = str(refused.value)
+    message = str(second_refused(url, AdvisoryStateLock))
     assert message.startswith(f"The state database {url} is in use by another standalone "
                               f"worker (PID {os.getpid()}, REST {REST}, since ")
     assert message.endswith("Stop it, or give this worker its own state: set "
@@ -118,25 +115,11 @@ def test_another_schema_is_another_state(url: str, engine: Engine) -> None:
         first.release()
 
 
-HOLDER = textwrap.dedent("""
-    import sys, time
-    from worker.storage.sql.lock import acquire_state_lock
-    acquire_state_lock(sys.argv[1], rest_url=sys.argv[2])
-    print("locked", flush=True)
-    time.sleep(120)
-""")
-
-
 def test_killed_holder_leaves_nothing_behind(url: str) -> None:
-    child = subprocess.Popen([sys.executable, "-c", HOLDER, url, "http://holder.example:9"],
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "locked"
+    with lock_holder(url) as child:
         with pytest.raises(StateInUseError, match=rf"\(PID {child.pid}, REST "
-                                                  r"http://holder\.example:9, since "):
+                                                  rf"{re.escape(HOLDER_URL)}, since "):
             advisory(url)
-    finally:
         child.kill()  # SIGKILL: no clean-up runs; the server ends its session
         child.wait(10)
 

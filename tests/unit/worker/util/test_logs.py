@@ -9,13 +9,13 @@ import logging
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from tests.support import wait_until
 from worker.testing import free_port
 from worker.util import logs
 from worker.util.logs import (
@@ -193,24 +193,19 @@ class NoPoll:
     pass
 
 
-def wait_until(condition: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-
-
 def test_the_pump_polls_watched_clients_while_they_live_and_forgets_broken_ones() -> None:
     # The conditions take the clients as arguments: a closure would keep them alive.
     client = watch_logs(CountingClient())
-    wait_until(functools.partial(lambda c: c.polls >= 2, client))
+    wait_until(functools.partial(lambda c: c.polls >= 2, client), timeout=10, interval=0.05)
     broken = watch_logs(cast(Any, NoPoll()))  # dropped at its first poll; the pump goes on
-    wait_until(functools.partial(lambda b: b not in logs._PUMP._clients, broken))
+    wait_until(functools.partial(lambda b: b not in logs._PUMP._clients, broken), timeout=10,
+               interval=0.05)
     polls = client.polls
-    wait_until(functools.partial(lambda c: c.polls > polls + 1, client))
+    wait_until(functools.partial(lambda c: c.polls > polls + 1, client), timeout=10,
+               interval=0.05)
     del client, broken
     # With nothing left to poll the pump's thread ends (and starts again when needed).
-    wait_until(lambda: logs._PUMP._thread is None)
+    wait_until(lambda: logs._PUMP._thread is None, timeout=10, interval=0.05)
 
 
 def test_an_admin_client_nobody_polls_hands_its_librdkafka_lines_to_its_logger() -> None:
