@@ -35,12 +35,14 @@ import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from worker.util.logs import LOG_FORMAT, configure_logging
 
 if TYPE_CHECKING:
     from worker.compose import Connect
+
+T = TypeVar("T")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 EXIT_OK = 0
@@ -166,20 +168,7 @@ def run(log: logging.Logger, start: Callable[[Startup], Connect]) -> int:
     try:
         raise_fd_limit(log)
         startup = Startup()
-        outcome: list[Connect | BaseException] = []
-
-        def run_startup() -> None:
-            try:
-                outcome.append(start(startup))
-            except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-                outcome.append(exc)
-            finally:
-                signals.wake()
-
-        thread = threading.Thread(target=run_startup, name="startup", daemon=True)
-        thread.start()
-        while not signals.received and not outcome:
-            signals.wait()
+        thread, outcome = run_watched(signals, lambda: start(startup), "startup")
         if signals.received:
             return _interrupted(log, signals, startup, thread, outcome)
         result = outcome[0]
@@ -189,6 +178,28 @@ def run(log: logging.Logger, start: Callable[[Startup], Connect]) -> int:
     except KeyboardInterrupt:  # SIGINT's default handler, restored by some library
         log.info("Interrupted; exiting")
         return signal_exit_code(signal.SIGINT)
+
+
+def run_watched(signals: Signals, target: Callable[[], T], thread_name: str
+                ) -> tuple[threading.Thread, list[T | BaseException]]:
+    """Run ``target`` on a daemon thread of its own and wait until it returns or raises or
+    a signal arrives. The list holds what it returned or raised once it ended (empty when
+    the signal came first; it may still end later)."""
+    outcome: list[T | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(target())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append(exc)
+        finally:
+            signals.wake()
+
+    thread = threading.Thread(target=run, name=thread_name, daemon=True)
+    thread.start()
+    while not signals.received and not outcome:
+        signals.wait()
+    return thread, outcome
 
 
 def raise_fd_limit(log: logging.Logger) -> None:

@@ -20,11 +20,10 @@ import errno
 import logging
 import socket
 import sys
-import threading
 from collections.abc import Sequence
 from typing import TextIO
 
-from worker.cli.base import Signals, name, signal_exit_code
+from worker.cli.base import Signals, name, run_watched, signal_exit_code
 from worker.testing.broker import BrokerStartError, EmbeddedBroker, resolve_tansu_binary
 
 log = logging.getLogger("worker.cli.broker")
@@ -160,21 +159,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
 
 def _run_broker(broker: EmbeddedBroker, signals: Signals, args: argparse.Namespace,
                 out: TextIO, err: TextIO) -> int:
-    outcome: list[BaseException | None] = []
-
-    def start() -> None:
-        try:
-            broker.start()
-            outcome.append(None)
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-            outcome.append(exc)
-        finally:
-            signals.wake()
-
-    thread = threading.Thread(target=start, name="broker-start", daemon=True)
-    thread.start()
-    while not signals.received and not outcome:
-        signals.wait()
+    thread, outcome = run_watched(signals, broker.start, "broker-start")
     if signals.received:
         log.info("Received %s during start-up; stopping the broker once it has started",
                  name(signals.first()))
@@ -182,7 +167,7 @@ def _run_broker(broker: EmbeddedBroker, signals: Signals, args: argparse.Namespa
         _say(out, ["Broker stopped (the signal came during its start-up)."])
         return signal_exit_code(signals.first())
     failure = outcome[0]
-    if failure is not None:
+    if isinstance(failure, BaseException):
         err.write(f"connect-plane broker: {failure}\n")
         return 1
     _say(out, ready_text(broker, _tansu_version(), keeps_log=args.log_dir is not None))

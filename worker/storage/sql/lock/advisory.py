@@ -16,7 +16,6 @@ taken again on a new connection, or an ERROR says which worker took it meanwhile
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 
 from sqlalchemy import Connection, delete, select, text
@@ -28,9 +27,9 @@ from worker.storage.sql.database import describe_error, upsert
 from worker.storage.sql.lock.base import (
     OWNER_READ_TIMEOUT_S,
     Keeper,
+    KeptStateLock,
     LockOwner,
     StateInUseError,
-    StateLock,
     lock_engine,
     log,
     poll_until,
@@ -54,13 +53,12 @@ def advisory_key(schema: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class AdvisoryStateLock(StateLock):
+class AdvisoryStateLock(KeptStateLock):
     """A PostgreSQL session advisory lock on the state's key."""
 
     def __init__(self, url: URL, owner: LockOwner, database: str,
                  keep_interval_s: float = KEEP_INTERVAL_S) -> None:
-        self.database = database
-        self.how = "a PostgreSQL advisory lock"
+        super().__init__(database, "a PostgreSQL advisory lock")
         self._owner = owner
         self._engine = lock_engine(url, database)
         self._conn: Connection | None = None
@@ -68,8 +66,6 @@ class AdvisoryStateLock(StateLock):
         self._backend = ""
         self._held = False
         self._lost_logged = False
-        self._released = False
-        self._guard = threading.Lock()
         self._keeper = Keeper("state-lock-keeper", keep_interval_s, self._keep)
 
     @classmethod
@@ -94,24 +90,15 @@ class AdvisoryStateLock(StateLock):
         lock._keeper.start()
         return lock
 
-    def release(self) -> None:
-        self._keeper.stop()
-        with self._guard:
-            if self._released:
-                return
-            self._released = True
-            try:
-                if self._conn is not None and self._held:
-                    self._conn.execute(delete(state_lock).where(
-                        state_lock.c.name == ROW, state_lock.c.holder == self._backend))
-                    self._conn.execute(text("SELECT pg_advisory_unlock(:key)"),
-                                       {"key": self._key})
-            except SQLAlchemyError as exc:  # ending the session releases it anyway
-                log.warning("Releasing the state database %s: %s", self.database,
-                            describe_error(exc))
-            finally:
-                self._close()
-        log.info("Released the state database %s", self.database)
+    def _give_up(self) -> None:
+        # Ending the session (_dispose) releases the lock anyway.
+        if self._conn is not None and self._held:
+            self._conn.execute(delete(state_lock).where(
+                state_lock.c.name == ROW, state_lock.c.holder == self._backend))
+            self._conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": self._key})
+
+    def _dispose(self) -> None:
+        self._close()
 
     def _close(self) -> None:
         """After a failed acquire: end the session (which drops any lock it took)."""

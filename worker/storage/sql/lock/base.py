@@ -25,6 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from worker.errors import StorageError
+from worker.storage.sql.database import describe_error
 
 log = logging.getLogger("worker.storage.sql.lock")
 
@@ -114,6 +115,42 @@ class StateLock(ABC):
     @abstractmethod
     def release(self) -> None:
         """Let another worker take the database. Idempotent; never raises."""
+
+
+class KeptStateLock(StateLock):
+    """A lock a ``Keeper`` keeps (renews or checks) in a database: what releasing one takes,
+    once. Subclasses set ``_keeper`` and give up their hold in ``_give_up`` (under
+    ``_guard``), then let go of their connections in ``_dispose``."""
+
+    def __init__(self, database: str, how: str) -> None:
+        self.database = database
+        self.how = how
+        self._released = False
+        self._guard = threading.Lock()
+        self._keeper: Keeper
+
+    @abstractmethod
+    def _give_up(self) -> None:
+        """Remove what records and holds the lock (SQLAlchemyError is logged)."""
+
+    @abstractmethod
+    def _dispose(self) -> None:
+        """Close what holding the lock used."""
+
+    def release(self) -> None:
+        self._keeper.stop()
+        with self._guard:
+            if self._released:
+                return
+            self._released = True
+            try:
+                self._give_up()
+            except SQLAlchemyError as exc:  # the hold then ends on its own
+                log.warning("Releasing the state database %s: %s", self.database,
+                            describe_error(exc))
+            finally:
+                self._dispose()
+        log.info("Released the state database %s", self.database)
 
 
 class NoStateLock(StateLock):

@@ -12,7 +12,6 @@ ends; the refusal says when.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from typing import Any
@@ -25,9 +24,9 @@ from worker.errors import StorageError
 from worker.storage.sql.database import describe_error
 from worker.storage.sql.lock.base import (
     Keeper,
+    KeptStateLock,
     LockOwner,
     StateInUseError,
-    StateLock,
     format_time,
     lock_engine,
     log,
@@ -48,20 +47,17 @@ def _owner(row: Row[Any]) -> LockOwner:
     return LockOwner(int(row.pid), row.host, row.url, row.since_ms / 1000)
 
 
-class LeaseStateLock(StateLock):
+class LeaseStateLock(KeptStateLock):
     """A lease on the state, renewed by a ``Keeper`` while the worker runs."""
 
     def __init__(self, url: URL, owner: LockOwner, database: str,
                  lease_s: float = LEASE_S) -> None:
-        self.database = database
-        self.how = f"a lease renewed every {lease_s / 3:.0f} s"
+        super().__init__(database, f"a lease renewed every {lease_s / 3:.0f} s")
         self._owner = owner
         self._lease_ms = int(lease_s * 1000)
         self._token = uuid.uuid4().hex
         self._engine: Engine = lock_engine(url, database)
         self._held = False
-        self._released = False
-        self._guard = threading.Lock()
         self._keeper = Keeper("state-lock-lease", lease_s / 3, self._keep)
 
     @classmethod
@@ -89,23 +85,15 @@ class LeaseStateLock(StateLock):
         lock._keeper.start()
         return lock
 
-    def release(self) -> None:
-        self._keeper.stop()
-        with self._guard:
-            if self._released:
-                return
-            self._released = True
-            try:
-                with self._engine.begin() as conn:
-                    conn.execute(delete(state_lock).where(state_lock.c.name == ROW,
-                                                          state_lock.c.holder == self._token))
-            except SQLAlchemyError as exc:  # the lease then ends on its own
-                log.warning("Releasing the state database %s: %s", self.database,
-                            describe_error(exc))
-            finally:
-                self._held = False
-                self._engine.dispose()
-        log.info("Released the state database %s", self.database)
+    def _give_up(self) -> None:
+        # Should it fail, the lease ends on its own.
+        with self._engine.begin() as conn:
+            conn.execute(delete(state_lock).where(state_lock.c.name == ROW,
+                                                  state_lock.c.holder == self._token))
+
+    def _dispose(self) -> None:
+        self._held = False
+        self._engine.dispose()
 
     def _create_table(self) -> None:
         try:
