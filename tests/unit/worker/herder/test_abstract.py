@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from tests.unit.worker.herder.conftest import MinimalHerder
 from worker.api import SinkConnector, SourceConnector, SourceTask
 from worker.api.config_def import (
     NO_DEFAULT,
@@ -30,7 +31,6 @@ from worker.errors import (
     NotFoundError,
 )
 from worker.herder import abstract
-from worker.herder.abstract import AbstractHerder
 from worker.herder.models import ConfigInfo, ConfigInfos, ConnectorType
 from worker.plugins.registry import PluginRegistry, PluginType, builtin_registry
 from worker.storage.base import ConnectorStatus, State, TaskId, TaskStatus
@@ -117,20 +117,6 @@ class PlainSink(SinkConnector):
         return []
 
     def stop(self) -> None: ...
-
-
-class MinimalHerder(AbstractHerder):
-    """Only what AbstractHerder leaves abstract, none of which these tests call."""
-
-    def _unused(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise NotImplementedError
-
-    start = stop = server_info = put_connector_config = patch_connector_config = _unused
-    delete_connector = restart_connector = restart_task = pause_connector = _unused
-    resume_connector = stop_connector = _unused
-    connector_offsets = alter_connector_offsets = reset_connector_offsets = _unused
-    worker_config_overrides = validate_worker_config = patch_worker_config = _unused
-    delete_worker_config = worker_info = cluster_info = _unused
 
 
 # --- fixtures ---------------------------------------------------------------------------

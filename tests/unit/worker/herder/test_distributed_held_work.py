@@ -15,22 +15,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from worker.config.worker_config import DistributedConfig
+from tests.unit.worker.herder.conftest import new_distributed_herder
 from worker.errors import RebalanceNeededError
 from worker.herder import cluster_view, distributed
 from worker.herder.assignor import Assignment
 from worker.herder.distributed import DistributedHerder
 from worker.herder.models import ClusterInfo, ClusterMemberInfo, HeldWorkInfo
 from worker.herder.protocol import NO_ERROR, ClusterMember, HeldWork, WorkerAssignment
-from worker.plugins.registry import builtin_registry
 from worker.rest.forward import FORWARD_TIMEOUT_S
-from worker.runtime.worker import Worker
 from worker.storage.base import TaskId
-from worker.storage.kafka import (
-    KafkaConfigBackingStore,
-    KafkaOffsetBackingStore,
-    KafkaStatusBackingStore,
-)
 
 W1 = Assignment(frozenset({"src"}), frozenset({TaskId("src", 0)}))
 HELD = Assignment(frozenset({"sink"}), frozenset({TaskId("sink", 0), TaskId("src", 1)}))
@@ -39,15 +32,8 @@ UNTIL_MS = 1_767_225_910_250  # 2026-01-01T00:05:10.250Z
 
 @pytest.fixture
 def herder() -> DistributedHerder:
-    config = DistributedConfig({
-        "bootstrap.servers": "127.0.0.1:1", "group.id": "g", "config.storage.topic": "c",
-        "offset.storage.topic": "o", "status.storage.topic": "s",
-        "listeners": "http://127.0.0.1:8083"})
-    offsets, statuses = KafkaOffsetBackingStore(config), KafkaStatusBackingStore(config)
-    registry = builtin_registry()
-    worker = Worker("127.0.0.1:8083", config, registry, offsets, statuses)
-    return DistributedHerder(config, registry, worker, KafkaConfigBackingStore(config),
-                             offsets, statuses, url="http://127.0.0.1:8083")
+    return new_distributed_herder("http://127.0.0.1:8083",
+                                  listeners="http://127.0.0.1:8083")
 
 
 def holding() -> WorkerAssignment:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.config.worker_config import DistributedConfig
+from tests.unit.worker.herder.conftest import new_distributed_herder
 from worker.errors import BadRequestError, ForbiddenError
 from worker.herder.distributed import DistributedHerder
 from worker.herder.group_leader import GroupLeader
@@ -18,12 +18,7 @@ from worker.herder.request_signing import (
     InternalRequestSignature,
     sign,
 )
-from worker.plugins.registry import builtin_registry
-from worker.runtime.worker import Worker
 from worker.storage.kafka import (
-    KafkaConfigBackingStore,
-    KafkaOffsetBackingStore,
-    KafkaStatusBackingStore,
     LogRecord,
 )
 from worker.storage.kafka.formats import SessionKey, session_key_value
@@ -32,15 +27,7 @@ BODY = b"[]"
 
 
 def build(protocol: str = "sessioned") -> DistributedHerder:
-    config = DistributedConfig({
-        "bootstrap.servers": "127.0.0.1:1", "group.id": "g", "config.storage.topic": "c",
-        "offset.storage.topic": "o", "status.storage.topic": "s",
-        "connect.protocol": protocol})
-    offsets, statuses = KafkaOffsetBackingStore(config), KafkaStatusBackingStore(config)
-    registry = builtin_registry()
-    worker = Worker("w1:8083", config, registry, offsets, statuses)
-    return DistributedHerder(config, registry, worker, KafkaConfigBackingStore(config),
-                             offsets, statuses, url="http://w1:8083")
+    return new_distributed_herder(**{"connect.protocol": protocol})
 
 
 def read_key(herder: DistributedHerder, offset: int, key: bytes) -> None:

@@ -14,19 +14,14 @@ from collections.abc import Mapping
 
 import pytest
 
+from tests.unit.worker.herder.conftest import new_distributed_herder
 from worker.config.reconfigurable import Reconfigurable
-from worker.config.worker_config import DistributedConfig
 from worker.herder.assignor import Assignment
 from worker.herder.distributed import DistributedHerder
 from worker.herder.models import ClusterInfo, ClusterMemberInfo
 from worker.herder.protocol import NO_ERROR, ClusterMember, WorkerAssignment
-from worker.plugins.registry import builtin_registry
-from worker.runtime.worker import Worker
 from worker.storage.kafka import (
     ConfigUpdate,
-    KafkaConfigBackingStore,
-    KafkaOffsetBackingStore,
-    KafkaStatusBackingStore,
     LogRecord,
 )
 
@@ -63,15 +58,7 @@ class Recorded:
 
 @pytest.fixture
 def herder() -> DistributedHerder:
-    config = DistributedConfig({
-        "bootstrap.servers": "127.0.0.1:1", "group.id": "g", "config.storage.topic": "c",
-        "offset.storage.topic": "o", "status.storage.topic": "s",
-        "listeners": "https://127.0.0.1:8443"})
-    offsets, statuses = KafkaOffsetBackingStore(config), KafkaStatusBackingStore(config)
-    registry = builtin_registry()
-    worker = Worker("w1:8443", config, registry, offsets, statuses)
-    return DistributedHerder(config, registry, worker, KafkaConfigBackingStore(config),
-                             offsets, statuses, url="https://w1:8443")
+    return new_distributed_herder("https://w1:8443", listeners="https://127.0.0.1:8443")
 
 
 def read(herder: DistributedHerder, offset: int, key: bytes, value: bytes | None) -> None:

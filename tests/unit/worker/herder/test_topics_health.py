@@ -12,10 +12,11 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
+from tests.unit.worker.herder.conftest import MinimalHerder
 from worker.config.worker_config import WorkerConfig
 from worker.errors import ForbiddenError, NotFoundError
 from worker.herder import health
@@ -27,20 +28,6 @@ from worker.storage.base import TopicStatus
 from worker.storage.memory import MemoryConfigBackingStore, MemoryStatusBackingStore
 
 NOW_S = 1_700_000_000.0
-
-
-class MinimalHerder(AbstractHerder):
-    """Only what AbstractHerder leaves abstract, none of which these tests call."""
-
-    def _unused(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise NotImplementedError
-
-    start = stop = server_info = put_connector_config = patch_connector_config = _unused
-    delete_connector = restart_connector = restart_task = pause_connector = _unused
-    resume_connector = stop_connector = _unused
-    connector_offsets = alter_connector_offsets = reset_connector_offsets = _unused
-    worker_config_overrides = validate_worker_config = patch_worker_config = _unused
-    delete_worker_config = worker_info = cluster_info = _unused
 
 
 class QueueHerder(MinimalHerder):

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
+from tests.unit.worker.herder.conftest import MinimalHerder
 from worker.config.worker_config import WorkerConfig
 from worker.errors import BadRequestError, ConfigValidationError
-from worker.herder.abstract import AbstractHerder
 from worker.herder.models import ConfigInfos
 from worker.plugins.registry import builtin_registry
 from worker.storage.memory import MemoryConfigBackingStore, MemoryStatusBackingStore
@@ -33,20 +33,6 @@ NEEDLES = ("AliasOne-5521", "AliasTwo-7730", "TopicOne-1902", "TopicTwo-4476",
            "SpecType-3318", "Literal-Pw-6650")
 
 
-class Herder(AbstractHerder):
-    """Only what AbstractHerder leaves abstract, none of which these tests call."""
-
-    def _unused(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise NotImplementedError
-
-    start = stop = server_info = put_connector_config = patch_connector_config = _unused
-    delete_connector = restart_connector = restart_task = pause_connector = _unused
-    resume_connector = stop_connector = _unused
-    connector_offsets = alter_connector_offsets = reset_connector_offsets = _unused
-    worker_config_overrides = validate_worker_config = patch_worker_config = _unused
-    delete_worker_config = worker_info = cluster_info = _unused
-
-
 @pytest.fixture
 def secrets_file(tmp_path: Path) -> Path:
     path = tmp_path / "values.properties"
@@ -56,10 +42,10 @@ def secrets_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def herder() -> Herder:
+def herder() -> MinimalHerder:
     config = WorkerConfig({"config.providers": "file",
                            "config.providers.file.class": "FileConfigProvider"})
-    return Herder(config, builtin_registry(), MemoryConfigBackingStore(),
+    return MinimalHerder(config, builtin_registry(), MemoryConfigBackingStore(),
                   MemoryStatusBackingStore())
 
 
@@ -86,7 +72,7 @@ def values(infos: ConfigInfos) -> dict[str, Mapping[str, Any]]:
 
 
 def test_aliases_from_a_placeholder_do_not_show_in_key_names_or_groups(
-        herder: Herder, secrets_file: Path) -> None:
+        herder: MinimalHerder, secrets_file: Path) -> None:
     config = {"name": "s", "connector.class": FILE_SINK, "file": "/dev/null",
               "topics": at(secrets_file, "topics"),
               "errors.deadletterqueue.topic.name": at(secrets_file, "dlq"),
@@ -115,7 +101,7 @@ def test_aliases_from_a_placeholder_do_not_show_in_key_names_or_groups(
 
 
 def test_parts_of_a_list_element_are_hidden_in_the_messages_of_its_key(
-        herder: Herder, secrets_file: Path) -> None:
+        herder: MinimalHerder, secrets_file: Path) -> None:
     config = {"name": "s", "connector.class": FILE_SOURCE, "topic": "t", "file": "/dev/null",
               "transforms": "cast", "transforms.cast.type": CAST,
               "transforms.cast.spec": at(secrets_file, "spec")}
@@ -126,7 +112,7 @@ def test_parts_of_a_list_element_are_hidden_in_the_messages_of_its_key(
     assert any("Invalid type found in casting spec: [hidden]" in e for e in spec["errors"])
 
 
-def test_the_same_spec_written_in_clear_is_quoted(herder: Herder) -> None:
+def test_the_same_spec_written_in_clear_is_quoted(herder: MinimalHerder) -> None:
     # Nothing to hide: the caller wrote it.
     config = {"name": "s", "connector.class": FILE_SOURCE, "topic": "t", "file": "/dev/null",
               "transforms": "cast", "transforms.cast.type": CAST,
@@ -135,7 +121,7 @@ def test_the_same_spec_written_in_clear_is_quoted(herder: Herder) -> None:
     assert any("SpecType-3318" in e for e in errors)
 
 
-def test_topic_creation_groups_from_a_placeholder(herder: Herder, secrets_file: Path
+def test_topic_creation_groups_from_a_placeholder(herder: MinimalHerder, secrets_file: Path
                                                   ) -> None:
     config = {"name": "s", "connector.class": FILE_SOURCE, "topic": "t", "file": "/dev/null",
               "topic.creation.groups": at(secrets_file, "aliases")}
@@ -144,7 +130,7 @@ def test_topic_creation_groups_from_a_placeholder(herder: Herder, secrets_file: 
     assert "Topic Creation: [hidden]" in infos.groups
 
 
-def test_an_unknown_class_from_a_placeholder_is_not_quoted(herder: Herder, tmp_path: Path
+def test_an_unknown_class_from_a_placeholder_is_not_quoted(herder: MinimalHerder, tmp_path: Path
                                                            ) -> None:
     path = tmp_path / "c.properties"
     path.write_text("class=com.example.Secret-Class-8812, other\n", encoding="utf-8")
@@ -156,7 +142,7 @@ def test_an_unknown_class_from_a_placeholder_is_not_quoted(herder: Herder, tmp_p
 
 
 def test_a_placeholder_that_does_not_resolve_is_named_in_full(
-        herder: Herder, secrets_file: Path) -> None:
+        herder: MinimalHerder, secrets_file: Path) -> None:
     # Nothing was resolved, so nothing is hidden: the error names the placeholder and path.
     for key in ("file", "consumer.override.sasl.password"):
         config = {"name": "s", "connector.class": FILE_SINK, "topics": "t",
