@@ -211,19 +211,16 @@ def test_a_fifo_in_a_secrets_directory_is_not_a_key(worker: WorkerProcess,
 def test_symbolic_links_cannot_escape_allowed_paths(worker: WorkerProcess,
                                                     layout: Layout) -> None:
     with httpx.Client(base_url=worker.url, timeout=QUICK) as client:
-        escape = f"${{file:{layout.escape}:k}}"
-        answer = client.put(VALIDATE, json=source_config(escape))
-        assert topic_error(answer) == (
-            f"cannot resolve {escape}: path {layout.escape} is outside allowed.paths of "
-            "this provider once its symbolic links are followed")
-        assert layout.secret not in answer.text
-
-        dir_escape = f"${{dir:{layout.secrets_dir}:escape}}"
-        answer = client.put(VALIDATE, json=source_config(dir_escape))
-        assert topic_error(answer) == (
-            f"cannot resolve {dir_escape}: file escape in {layout.secrets_dir} is outside "
-            "allowed.paths of this provider once its symbolic links are followed")
-        assert layout.secret not in answer.text
+        escapes = {
+            f"${{file:{layout.escape}:k}}": f"path {layout.escape}",
+            f"${{dir:{layout.secrets_dir}:escape}}": f"file escape in {layout.secrets_dir}",
+        }
+        for escape, what in escapes.items():
+            answer = client.put(VALIDATE, json=source_config(escape))
+            assert topic_error(answer) == (
+                f"cannot resolve {escape}: {what} is outside allowed.paths of this provider "
+                "once its symbolic links are followed")
+            assert layout.secret not in answer.text
 
         # A link that stays inside, and a plain file, still resolve.
         for placeholder in (f"${{file:{layout.inside_link}:k}}", f"${{file:{layout.ok}:k}}",
