@@ -16,6 +16,7 @@ from worker.config.worker_config import WorkerConfig
 from worker.util.consumer_defaults import CONSUMER_DEFAULTS
 from worker.util.kafka_types import ClientConfig
 from worker.util.librdkafka_keys import is_librdkafka_property
+from worker.util.logs import TASK_CLIENTS
 from worker.util.props import strip_prefix
 
 
@@ -117,7 +118,7 @@ class _GaplessNotice(logging.Filter):
 
 # The logger the worker's producers hand to librdkafka (confluent-kafka's ``logger``
 # setting): their log lines join the worker's log, served by the task's poll() calls.
-CLIENT_LOG = logging.getLogger("worker.runtime.librdkafka")
+CLIENT_LOG = logging.getLogger(TASK_CLIENTS)
 CLIENT_LOG.addFilter(_GaplessNotice())
 
 

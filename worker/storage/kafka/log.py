@@ -16,8 +16,9 @@ to the producer and the consumer, an optional ``admin_stats_cb`` to the admin cl
 reads the end offsets: librdkafka calls each every ``statistics.interval.ms`` of the
 client's config, from the calls that serve the client, i.e. on the log's two threads (the
 consumer's ``poll()``/``consume()``; the producer's ``poll()`` and, with
-``admin_stats_cb``, the admin client's ``poll(0)`` after it — or the log pump's, which
-hands over the admin client's log lines, worker/util/logs.py). They must not raise.
+``admin_stats_cb``, the admin client's ``poll(0)`` after it, which also hands over its
+log lines; without one, the log pump of worker/util/logs.py polls the admin client for
+them). They must not raise.
 """
 
 from __future__ import annotations
@@ -79,8 +80,9 @@ class KafkaBasedLog:
                  admin_stats_cb: Callable[[str], None] | None = None) -> None:
         self.topic = topic
         self._on_record = on_record
-        # librdkafka's lines of all three clients (worker/util/logs.py): the producer's and
-        # the consumer's come with their polls, the admin client's with the log pump's.
+        # librdkafka's lines of all three clients (worker/util/logs.py) come with their
+        # polls; the admin client is polled by the deliveries thread when it has a
+        # statistics callback, else by the log pump.
         lib_log = logging.getLogger(INTERNAL_TOPIC_CLIENTS)
         stats: dict[str, Any] = {} if stats_cb is None else {"stats_cb": stats_cb}
         self._producer_config = {**producer_config, **stats, "logger": lib_log,
@@ -118,7 +120,9 @@ class KafkaBasedLog:
             raise StorageError(f"The log of topic '{self.topic}' cannot be started twice")
         consumer: Consumer | None = None
         try:
-            self._admin = watch_logs(AdminClient(self._admin_config))
+            self._admin = AdminClient(self._admin_config)
+            if not self._serve_admin:  # else the deliveries thread polls it (its stats)
+                watch_logs(self._admin)
             metadata = self._admin.list_topics(topic=self.topic, timeout=timeout_s)
             topic = metadata.topics.get(self.topic)
             if topic is None or topic.error is not None or not topic.partitions:
