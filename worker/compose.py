@@ -20,11 +20,13 @@ from fastapi import FastAPI
 from prometheus_client.registry import CollectorRegistry
 
 from worker.api.exceptions import ConfigException
+from worker.clients import factories as kafka_clients
+from worker.clients.checks import check_worker_clients
 from worker.config.worker_config import DistributedConfig, StandaloneConfig, WorkerConfig
 from worker.config.worker_keys import COMMON
-from worker.errors import ConfigError, ConnectError, PluginNotFoundError
+from worker.errors import ConfigError, PluginNotFoundError, WorkerError
 from worker.herder.abstract import AbstractHerder
-from worker.herder.distributed import DistributedHerder
+from worker.herder.distributed.herder import DistributedHerder
 from worker.herder.standalone import StandaloneHerder
 from worker.herder.threaded import ThreadedHerder
 from worker.plugins.discovery import discover
@@ -33,13 +35,11 @@ from worker.rest.app import create_app
 from worker.rest.routes.admin import SERVED_LISTENERS
 from worker.rest.security.extensions import RestSecurity, rest_security
 from worker.rest.server import Listener, RestServer, parse_listeners
-from worker.runtime import kafka_clients
-from worker.runtime.client_check import check_worker_clients
-from worker.runtime.client_metrics import WorkerClientStats
 from worker.runtime.loggers import Loggers
-from worker.runtime.metrics_collector import ConnectMetricsCollector
+from worker.runtime.metrics.clients import WorkerClientStats
+from worker.runtime.metrics.collector import ConnectMetricsCollector
+from worker.runtime.metrics.worker import RebalanceMetrics
 from worker.runtime.worker import Worker
-from worker.runtime.worker_metrics import RebalanceMetrics
 from worker.storage.cached import CachedConfigBackingStore, CachedStatusBackingStore
 from worker.storage.kafka import (
     KafkaConfigBackingStore,
@@ -120,7 +120,7 @@ class Connect:
 def kafka_cluster_id(config: WorkerConfig, timeout_s: float = CLUSTER_ID_TIMEOUT_S, *,
                      cancelled: threading.Event | None = None) -> str:
     """Kafka's cluster id; startup fails with a clear error if no broker answers within
-    ``timeout_s``, or at once (ConnectError) when ``cancelled`` is set (a signal).
+    ``timeout_s``, or at once (WorkerError) when ``cancelled`` is set (a signal).
 
     Asked in steps of at most ``CLUSTER_ID_STEP_S``: between two, the admin client's log
     lines are handed to ``worker.compose.librdkafka`` (librdkafka gives them over only in
@@ -144,10 +144,10 @@ def kafka_cluster_id(config: WorkerConfig, timeout_s: float = CLUSTER_ID_TIMEOUT
         finally:
             admin.poll(0)
         if cancelled is not None and cancelled.is_set():
-            raise ConnectError("Start-up interrupted while waiting for Kafka at "
+            raise WorkerError("Start-up interrupted while waiting for Kafka at "
                                f"bootstrap.servers={config.bootstrap_servers}")
         if time.monotonic() >= deadline:
-            raise ConnectError(f"Could not reach Kafka at bootstrap.servers="
+            raise WorkerError(f"Could not reach Kafka at bootstrap.servers="
                                f"{config.bootstrap_servers}{default} within {timeout_s:.0f} "
                                f"s: {failure}") from failure
         if not waiting:
@@ -221,7 +221,7 @@ def check_worker_converters(config: WorkerConfig, registry: PluginRegistry) -> N
 
 def discover_plugins(config: WorkerConfig | Mapping[str, str]) -> PluginRegistry:
     """The plugins ``plugin.path`` and ``plugin.discovery`` make available (KIP-898,
-    ``worker/plugins/discovery.py``); ConnectError under ``hybrid_fail`` when a plugin has
+    ``worker/plugins/discovery.py``); WorkerError under ``hybrid_fail`` when a plugin has
     no manifest.
 
     Given the worker properties as written, it runs before the ``WorkerConfig`` exists, as

@@ -1,4 +1,9 @@
-"""Domain errors of the worker, in one hierarchy.
+"""Domain errors of the worker, in one hierarchy rooted at :class:`WorkerError`.
+
+The worker raises these; plugins never see them. What plugin code raises and catches is the
+SPI's own root, ``worker.api.exceptions.ConnectException`` (Kafka's ``connect.errors``:
+DataException, ConfigException, RetriableException); the runtime and the herder translate
+one they catch into a task's or connector's failure, or into one of these.
 
 REST maps these to ``{"error_code", "message"}`` responses in exactly one place
 (``worker.rest.errors``); nothing else turns them into HTTP. Adapters translate
@@ -7,7 +12,7 @@ third-party exceptions (``KafkaException``, ``SQLAlchemyError``, ...) into these
 
 ::
 
-    ConnectError                      500  base; any unexpected worker failure
+    WorkerError                       500  base; any unexpected worker failure
     ├── NotFoundError                 404  unknown connector, task or plugin
     │   └── PluginNotFoundError       404  no plugin matches a class name or alias
     ├── AlreadyExistsError            409  duplicate create
@@ -22,19 +27,20 @@ third-party exceptions (``KafkaException``, ``SQLAlchemyError``, ...) into these
     │   └── NotAssignedError                   the connector/task runs on another worker
     ├── RebalanceNeededError          409  a rebalance is pending (Kafka's message)
     ├── StorageError                  500  a backing store failed
-    └── ConfigError                   ---  a worker/connector property is invalid at startup
+    └── ConfigError                   400  a worker/connector property is invalid (at
+                                           start-up: the CLI exits 1 naming the key)
 """
 
 from __future__ import annotations
 
 
-class ConnectError(Exception):
+class WorkerError(Exception):
     """Base of every domain error; HTTP 500 at the REST edge."""
 
     status_code = 500
 
 
-class NotFoundError(ConnectError):
+class NotFoundError(WorkerError):
     """The named connector, task or plugin does not exist."""
 
     status_code = 404
@@ -44,13 +50,13 @@ class PluginNotFoundError(NotFoundError):
     """No installed plugin matches the class name or alias."""
 
 
-class AlreadyExistsError(ConnectError):
+class AlreadyExistsError(WorkerError):
     """A connector with that name already exists."""
 
     status_code = 409
 
 
-class BadRequestError(ConnectError):
+class BadRequestError(WorkerError):
     """The request is malformed or violates a rule of the API."""
 
     status_code = 400
@@ -67,25 +73,25 @@ class ConfigValidationError(BadRequestError):
         self.errors = errors or {}
 
 
-class RequestTimeoutError(ConnectError):
+class RequestTimeoutError(WorkerError):
     """A request's body did not arrive within ``rest.request.body.timeout.ms``."""
 
     status_code = 408
 
 
-class PayloadTooLargeError(ConnectError):
+class PayloadTooLargeError(WorkerError):
     """A request's body is larger than its route's limit (``rest.request.body.*``)."""
 
     status_code = 413
 
 
-class ConflictError(ConnectError):
+class ConflictError(WorkerError):
     """The operation conflicts with the worker's current state (e.g. a rebalance)."""
 
     status_code = 409
 
 
-class ForbiddenError(ConnectError):
+class ForbiddenError(WorkerError):
     """A worker setting forbids this operation."""
 
     status_code = 403
@@ -121,11 +127,11 @@ class RebalanceNeededError(ConflictError):
         super().__init__(message)
 
 
-class StorageError(ConnectError):
+class StorageError(WorkerError):
     """A backing store (SQL, Kafka) failed; the original error is the ``__cause__``."""
 
 
-class ConfigError(ConnectError):
+class ConfigError(WorkerError):
     """A worker or connector property is invalid; the message names the key."""
 
     status_code = 400

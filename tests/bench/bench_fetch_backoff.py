@@ -3,9 +3,9 @@
 librdkafka (2.4 and later) stops fetching for a partition whose local queue holds
 ``queued.min.messages`` records and looks again only after ``fetch.queue.backoff.ms``
 (1 s by default). This benchmark is why the worker's consumers default to 100 ms
-(``worker.util.consumer_defaults``): it writes N 100-byte records to a one-partition
+(``worker.clients.consumer_defaults``): it writes N 100-byte records to a one-partition
 topic, then reads them with a consumer built from the worker's sink consumer settings
-(``worker.runtime.kafka_clients.consumer_config``) for each value in ``--values``, timed
+(``worker.clients.factories.consumer_config``) for each value in ``--values``, timed
 from the first record to the N-th, and reports the broker's and this process's CPU time
 during each read (the read is not CPU-bound with the long backoff).
 
@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_pipeline import create_topic, expected_pairs, raw_produce  # noqa: E402
 from saved_results import save  # noqa: E402
 
+from worker.clients import factories as kafka_clients  # noqa: E402
 from worker.config.worker_config import WorkerConfig  # noqa: E402
-from worker.runtime import kafka_clients  # noqa: E402
 from worker.testing import EmbeddedBroker  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "fetch_backoff.json"

@@ -4,7 +4,7 @@ without statistics.
 Why a worker's idle CPU grows with its tasks even when no task does anything: each task
 owns a librdkafka client (a source task's producer, a sink task's consumer), and each
 client's threads wake on their own timers. This script builds one producer and one
-consumer with the worker's task-client settings (``worker.runtime.kafka_clients``: the
+consumer with the worker's task-client settings (``worker.clients.factories``: the
 producer with statistics, as for ``/metrics``, the consumer without), lets the consumer
 join its group on a topic with no traffic, serves both every 100 ms without waiting (as the
 worker's idle poller does), and counts each librdkafka thread's context switches over ``--seconds``.
@@ -36,8 +36,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from saved_results import save  # tests/bench/, this script's directory
 
+from worker.clients import factories as kafka_clients
 from worker.config.worker_config import WorkerConfig
-from worker.runtime import kafka_clients
 from worker.testing import EmbeddedBroker
 
 RESULTS = Path(__file__).parent / "results" / "idle_clients.json"

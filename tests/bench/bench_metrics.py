@@ -1,6 +1,6 @@
 """What counting for ``/metrics`` costs the task loops, in process (no broker).
 
-The tasks record metrics once per batch (``worker.runtime.task_metrics``). This measures,
+The tasks record metrics once per batch (``worker.runtime.metrics.tasks``). This measures,
 per batch of N records, the calls a batch makes and puts them against the work the same
 batch does anyway, measured in the same run:
 
@@ -29,14 +29,14 @@ from typing import Any
 
 from worker.api.records import SourceRecord
 from worker.api.task import SourceTaskContext
-from worker.connectors.converters import StringConverter
-from worker.connectors.file_stream import FileStreamSinkTask, FileStreamSourceTask
-from worker.connectors.json_converter import JsonConverter
+from worker.builtin.connectors.file_stream import FileStreamSinkTask, FileStreamSourceTask
+from worker.builtin.converters.json_converter import JsonConverter
+from worker.builtin.converters.string_bytes import StringConverter
 from worker.runtime.chain import TransformationChain
-from worker.runtime.offsets import StoreOffsetReader
+from worker.runtime.metrics.tasks import TaskMetrics
 from worker.runtime.sink_task import WorkerSinkTask
+from worker.runtime.source_offsets import StoreOffsetReader
 from worker.runtime.status import StatusReporter
-from worker.runtime.task_metrics import TaskMetrics
 from worker.storage.base import TargetState, TaskId
 from worker.storage.memory import MemoryOffsetBackingStore, MemoryStatusBackingStore
 

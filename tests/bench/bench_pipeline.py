@@ -1,7 +1,7 @@
 """Throughput of the worker's source and sink paths against raw confluent-kafka loops.
 
 Every figure is a ratio against a raw client measured in the same round, on the same broker,
-with the worker's own producer / consumer settings (``worker.runtime.kafka_clients``).
+with the worker's own producer / consumer settings (``worker.clients.factories``).
 
 Source paths (one-partition topic, 100-byte values):
 
@@ -66,17 +66,17 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from saved_results import save  # tests/bench/, this script's directory
 
 from worker.api import SinkConnector, SinkRecord, SinkTask, SourceRecord, Task
-from worker.config.worker_config import WorkerConfig
-from worker.connectors.file_stream import (
+from worker.builtin.connectors.file_stream import (
     FileStreamSinkConnector,
     FileStreamSinkTask,
     FileStreamSourceConnector,
     FileStreamSourceTask,
 )
-from worker.connectors.generator import SequenceGeneratorConnector, SequenceGeneratorTask
+from worker.builtin.connectors.generator import SequenceGeneratorConnector, SequenceGeneratorTask
+from worker.clients import factories as kafka_clients
+from worker.config.worker_config import WorkerConfig
 from worker.plugins.registry import PluginType, builtin_registry
-from worker.runtime import kafka_clients
-from worker.runtime.metrics_collector import ConnectMetricsCollector
+from worker.runtime.metrics.collector import ConnectMetricsCollector
 from worker.runtime.worker import Worker
 from worker.storage.base import TargetState, TaskId
 from worker.storage.memory import MemoryOffsetBackingStore, MemoryStatusBackingStore

@@ -4,7 +4,7 @@ tasks, without the worker.
 For each topic of ``--topics``: one producer sending a record a second to it (as a
 ``SequenceGenerator`` task at ``rate=1``) and one consumer in a group of its own reading
 it (as a ``FileStreamSink`` task), both built with the worker's task-client settings
-(``worker.runtime.kafka_clients``, the producers with statistics as the worker asks for
+(``worker.clients.factories``, the producers with statistics as the worker asks for
 them). All of them are served from this one thread every 100 ms without waiting, as the
 worker's idle poller serves idle sinks: no task threads, no conversion, no REST server.
 Its CPU is the floor under the worker's CPU with the same clients.
@@ -26,8 +26,8 @@ from confluent_kafka import Consumer, Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from worker.clients import factories as kafka_clients  # noqa: E402
 from worker.config.worker_config import WorkerConfig  # noqa: E402
-from worker.runtime import kafka_clients  # noqa: E402
 
 ROUND_S = 0.1
 

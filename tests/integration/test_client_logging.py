@@ -226,6 +226,6 @@ def test_a_clean_stop_of_a_distributed_cluster_logs_no_error(
     leader = leader_of(cluster.workers)
     follower = next(w for w in cluster.workers if w is not leader)
     # The follower leaves the group (LeaveGroup), the leader lets its session expire
-    # (worker/herder/membership.py): both ways must end without an ERROR.
+    # (worker/herder/distributed/membership.py): both ways must end without an ERROR.
     assert_no_error(follower, follower.stop())
     assert_no_error(leader, leader.stop())

@@ -138,7 +138,7 @@ def test_bad_records_go_to_the_dlq_with_context_headers_and_good_ones_to_the_sin
             "__connect.errors.connector.name": name,
             "__connect.errors.task.id": "0",
             "__connect.errors.stage": "VALUE_CONVERTER",
-            "__connect.errors.class.name": "worker.connectors.json_converter.JsonConverter",
+            "__connect.errors.class.name": "worker.builtin.converters.json_converter.JsonConverter",
         }
         assert ctx["__connect.errors.exception.class.name"] == \
             "worker.api.exceptions.DataException"
@@ -235,7 +235,7 @@ def test_pausing_a_task_ends_its_retry_at_once_and_the_record_is_kept(
     topic = create_topic(kafka_admin, unique_name("pause-source"))
     produce(kafka_bootstrap, topic, [(b"k0", b'{"n": 0}')])
     name = unique_name("retrying")
-    response = client.put("/admin/loggers/worker.runtime.error_handling",
+    response = client.put("/admin/loggers/worker.runtime.errors.handling",
                           json={"level": "DEBUG"})
     assert response.status_code == 200, response.text
     response = client.put(f"/connectors/{name}/config", json={

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support import wait_until
 from worker.api import SinkRecord, SinkTask, TopicPartition
-from worker.connectors.converters import StringConverter
+from worker.builtin.converters.string_bytes import StringConverter
 from worker.runtime import sink_task as sink_task_module
 from worker.runtime.chain import TransformationChain
 from worker.runtime.idle_poller import IdlePoller

@@ -113,7 +113,7 @@ def test_internal_client_config_uses_security_and_role_keys() -> None:
         "producer.linger.ms": "7", "producer.key.serializer": "org.example.Serializer",
         "consumer.fetch.min.bytes": "2", "admin.request.timeout.ms": "99"})
     producer = internal_client_config(config, "producer", "offsets")
-    # Kafka's Java names translated (worker/config/client_props.py), Java-only keys dropped.
+    # Kafka's Java names translated (worker/clients/properties.py), Java-only keys dropped.
     assert producer == {"bootstrap.servers": "k1:9092,k2:9092", "security.protocol": "SASL_SSL",
                         "sasl.mechanism": "PLAIN", "ssl.ca.location": "/ca",
                         "sasl.username": "connect", "sasl.password": "pw",

@@ -179,8 +179,8 @@ def test_registered_plugins_resolve_by_java_name_alias_and_python_path(
         standalone_worker: Callable[..., WorkerProcess], markers: Markers) -> None:
     worker = start(standalone_worker, markers)
     for class_name in (FILE_SOURCE, "FileStreamSource", "FileStreamSourceConnector",
-                       "worker.connectors.file_stream.FileStreamSourceConnector",
-                       "worker.connectors.file_stream:FileStreamSourceConnector"):
+                       "worker.builtin.connectors.file_stream.FileStreamSourceConnector",
+                       "worker.builtin.connectors.file_stream:FileStreamSourceConnector"):
         check_registered(worker.client, class_name)
     assert_nothing_imported(worker, markers)
 
@@ -191,12 +191,12 @@ def check_registered(client: httpx.Client, class_name: str) -> None:
         "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
         "transforms.route.regex": "(.*)", "transforms.route.replacement": "$1-copy",
         "transforms.route.predicate": "always",
-        "transforms.insert.type": "worker.connectors.transforms.InsertFieldValue",
+        "transforms.insert.type": "worker.builtin.transforms.insert_field.InsertFieldValue",
         "transforms.insert.static.field": "f", "transforms.insert.static.value": "v",
         "predicates": "always", "predicates.always.type": "TopicNameMatches",
         "predicates.always.pattern": ".*",
         "key.converter": "StringConverter",
-        "value.converter": "worker.connectors.converters:JsonConverter",
+        "value.converter": "worker.builtin.converters.json_converter:JsonConverter",
         "value.converter.schemas.enable": "false"})
 
     response = validate(client, "FileStreamSource", config)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from worker.runtime.client_metrics import (
+from worker.runtime.metrics.clients import (
     ADMIN_METRICS,
     ADMIN_PREFIX,
     CONSUMER_METRICS,
@@ -15,7 +15,7 @@ from worker.runtime.client_metrics import (
     PRODUCER_METRICS,
     PRODUCER_PREFIX,
 )
-from worker.runtime.metrics_collector import (
+from worker.runtime.metrics.collector import (
     ERROR_METRICS,
     SINK_METRICS,
     SOURCE_METRICS,

@@ -16,21 +16,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from worker.api.config_def import ConfigDef, ConfigValue
 
+# Re-exported: connector authors import them from here too.
+from worker.api.records import TopicPartition as TopicPartition
+from worker.api.versioned import DEFAULT_VERSION as DEFAULT_VERSION
+
 if TYPE_CHECKING:
     from worker.api.task import OffsetStorageReader, Task
-
-DEFAULT_VERSION = "0.1.0"
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-
 class ConnectorContext(ABC):
     """Handed to a connector by the runtime."""
 

@@ -41,19 +41,16 @@ from worker.api.data import (
     Struct,
 )
 from worker.api.exceptions import DataException
+from worker.api.logical import DATE_NAME as _DATE
+from worker.api.logical import DECIMAL_NAME as _DECIMAL
+from worker.api.logical import TIME_NAME as _TIME
+from worker.api.logical import TIMESTAMP_NAME as _TIMESTAMP
+from worker.api.logical import TIMESTAMP_SCHEMA as _TIMESTAMP_SCHEMA
 
 __all__ = ["ConnectHeaders", "Header", "HeaderConverter", "HeaderTransform"]
 
-# Kafka's logical types, by schema name (worker.connectors.json_schema uses the same names;
-# the API does not import the connectors package).
-_DECIMAL = "org.apache.kafka.connect.data.Decimal"
-_DATE = "org.apache.kafka.connect.data.Date"
-_TIME = "org.apache.kafka.connect.data.Time"
-_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
-
 _DATE_SCHEMA = Schema(SchemaType.INT32, name=_DATE, version=1)
 _TIME_SCHEMA = Schema(SchemaType.INT32, name=_TIME, version=1)
-_TIMESTAMP_SCHEMA = Schema(SchemaType.INT64, name=_TIMESTAMP, version=1)
 
 _INT_RANGES = {SchemaType.INT8: 1 << 7, SchemaType.INT16: 1 << 15, SchemaType.INT32: 1 << 31,
                SchemaType.INT64: 1 << 63}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from worker.api.data import Schema
 from worker.api.headers import ConnectHeaders, Header
@@ -24,6 +24,13 @@ __all__ = ["ConnectRecord", "Header", "HeadersLike", "SinkRecord", "SourceRecord
 HeadersLike = ConnectHeaders | Iterable[Header | tuple[str, Any]]
 """What records accept as headers: ConnectHeaders (kept as is), or Header objects and
 ``(key, value)`` pairs (schema None), in order."""
+
+
+class TopicPartition(NamedTuple):
+    """A topic's partition (Kafka's ``org.apache.kafka.common.TopicPartition``)."""
+
+    topic: str
+    partition: int
 
 
 def _own_headers(headers: HeadersLike | None) -> ConnectHeaders | None:

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
-from worker.api.connector import DEFAULT_VERSION, TopicPartition
-from worker.api.records import SinkRecord, SourceRecord
+from worker.api.records import SinkRecord, SourceRecord, TopicPartition
+from worker.api.versioned import DEFAULT_VERSION
 
 
 def partition_key(source_partition: Mapping[str, Any]) -> str:

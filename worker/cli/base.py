@@ -235,10 +235,10 @@ def _interrupted(log: logging.Logger, signals: Signals, startup: Startup,
 
 
 def _failed(log: logging.Logger, startup: Startup, exc: BaseException) -> int:
-    from worker.errors import ConnectError
+    from worker.errors import WorkerError
     if isinstance(exc, StartupError):
         log.error("%s", exc)
-    elif isinstance(exc, ConnectError):
+    elif isinstance(exc, WorkerError):
         log.error("Failed to start the worker: %s", exc)
     else:
         log.error("Failed to start the worker", exc_info=exc)

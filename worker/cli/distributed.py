@@ -3,7 +3,7 @@
 As Kafka's script: start a worker that joins the cluster named by ``group.id``, keeping
 its state in the internal topics. SIGTERM/SIGINT stop it cleanly at any moment, start-up
 included (``worker.cli.base``); a stopping follower leaves the group, so the others
-rebalance at once (a leader lets its session expire: ``worker.herder.membership``).
+rebalance at once (a leader lets its session expire: ``worker.herder.distributed.membership``).
 
 Only the standard library is imported before ``main()`` installs the signal handlers; the
 worker itself is imported by the start-up.

@@ -46,7 +46,7 @@ def start(startup: Startup, args: argparse.Namespace) -> Connect:
     from worker.compose import build_standalone, discover_plugins
     from worker.config.properties import load_connector_file, load_properties
     from worker.config.worker_config import StandaloneConfig
-    from worker.errors import ConnectError
+    from worker.errors import WorkerError
 
     props = load_properties(args.worker_properties)
     # Plugins first: the config providers the properties use may come from plugin.path.
@@ -56,7 +56,7 @@ def start(startup: Startup, args: argparse.Namespace) -> Connect:
     connector_files = [load_connector_file(p) for p in args.connector_configs]
     for path, connector in zip(args.connector_configs, connector_files, strict=True):
         if not connector.config.get("name"):
-            raise ConnectError(f"Connector config {path} has no 'name'")
+            raise WorkerError(f"Connector config {path} has no 'name'")
     startup.checkpoint()
     process = startup.built(build_standalone(config, registry, cancelled=startup.cancelled))
     process.start(ready=False)  # ready once the command-line connectors exist
@@ -68,7 +68,7 @@ def start(startup: Startup, args: argparse.Namespace) -> Connect:
             created = process.herder.put_connector_config(
                 name, connector.config, allow_replace=True,
                 initial_state=initial_target_state(connector.initial_state))
-        except ConnectError as exc:
+        except WorkerError as exc:
             raise StartupError(f"Failed to create a connector from the command line: "
                                f"{exc}") from exc
         log.info("%s connector %s", "Created" if created.created else "Updated", name)

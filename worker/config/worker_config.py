@@ -16,8 +16,8 @@ from worker.api.config_def import (
     ConfigDef,
 )
 from worker.api.exceptions import ConfigException
+from worker.clients.properties import ROLES, ClientPropertyError, translate
 from worker.config import crypto
-from worker.config.client_props import ROLES, ClientPropertyError, translate
 from worker.config.providers import (
     CONFIG_PROVIDERS,
     ConfigTransformer,
@@ -100,7 +100,7 @@ class WorkerConfig:
         """Kafka's Java client keys (``producer.``/``consumer.``/``admin.``, and the
         top-level ``security.``/``sasl.``/``ssl.`` keys of the internal clients) that
         cannot be honoured fail the start with an error naming the key
-        (``worker.config.client_props``)."""
+        (``worker.clients.properties``)."""
         tls = self.originals.get("security.protocol", "").upper() in ("SSL", "SASL_SSL")
         top = {k: v for k, v in self.originals.items()
                if k.startswith(("security.", "sasl.")) or (tls and k.startswith("ssl."))}

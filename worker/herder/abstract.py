@@ -16,15 +16,16 @@ from concurrent.futures import Future
 from typing import Any
 
 from worker.api.config_def import ConfigDef, ConfigKey, ConfigValue
+from worker.clients.checks import connector_client_errors
 from worker.config.providers import has_placeholders
 from worker.config.worker_config import WorkerConfig
 from worker.errors import (
     BadRequestError,
     ConfigValidationError,
-    ConnectError,
     ForbiddenError,
     NotFoundError,
     PluginNotFoundError,
+    WorkerError,
 )
 from worker.herder import health as worker_health
 from worker.herder.base import Herder
@@ -46,7 +47,6 @@ from worker.herder.models import (
 )
 from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry, PluginType
 from worker.runtime import connector_config as cc
-from worker.runtime.client_check import connector_client_errors
 from worker.runtime.loggers import Loggers
 from worker.storage.base import (
     ClusterConfigState,
@@ -270,7 +270,7 @@ class AbstractHerder(Herder):
             own_def, own_values = call_with_timeout(validate_plugin, VALIDATION_TIMEOUT_S,
                                                     f"validate-{class_name}")
         except TimeoutError as exc:
-            raise ConnectError(f"Validation of {class_name} timed out") from exc
+            raise WorkerError(f"Validation of {class_name} timed out") from exc
         except Exception as exc:  # plugin code: report as a validation error, not a 500
             own_def = ConfigDef()
             own_values = {"connector.class": ConfigValue("connector.class", class_name,

@@ -5,7 +5,7 @@ Kafka's ``InternalRequestSignature`` does: ``X-Connect-Authorization``, the base
 the request body under the cluster's session key, and
 ``X-Connect-Request-Signature-Algorithm``, the MAC algorithm's Java name (e.g.
 ``HmacSHA256``). The receiving worker checks the signature against its own copy of the
-session key (``worker.herder.session_key``) before acting on the request, answering with
+session key (``worker.herder.distributed.session_key``) before acting on the request, answering with
 Kafka's statuses and messages:
 
 * a signature header present, but an algorithm no worker offers, or a signature that is
@@ -29,7 +29,7 @@ import string
 from collections.abc import Sequence
 
 from worker.config import crypto
-from worker.errors import BadRequestError, ConnectError, ForbiddenError
+from worker.errors import BadRequestError, ForbiddenError, WorkerError
 
 SIGNATURE_HEADER = "X-Connect-Authorization"
 SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
@@ -42,7 +42,7 @@ NO_SESSION_KEY = ("This worker is still starting up and has not been able to rea
 _BASE64 = frozenset(string.ascii_letters + string.digits + "+/=")
 
 
-class SessionKeyUnavailableError(ConnectError):
+class SessionKeyUnavailableError(WorkerError):
     """An internal request arrived before this worker read any session key (Kafka: 503)."""
 
     status_code = 503

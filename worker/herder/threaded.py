@@ -28,8 +28,8 @@ from worker import __version__
 from worker.config.dynamic import DynamicConfigManager, merge
 from worker.config.reconfigurable import Reconfigurable
 from worker.config.worker_config import WorkerConfig
-from worker.errors import AlreadyExistsError, ConflictError, ConnectError, NotFoundError
-from worker.herder import offsets as offsets_api
+from worker.errors import AlreadyExistsError, ConflictError, NotFoundError, WorkerError
+from worker.herder import offset_requests as offsets_api
 from worker.herder.abstract import AbstractHerder, not_found
 from worker.herder.auto_restart import (
     AutoRestartConfig,
@@ -359,7 +359,7 @@ class ThreadedHerder(AbstractHerder):
     def _is_sink(self, config: Mapping[str, str]) -> bool:
         kind = self.connector_type(config)
         if kind is ConnectorType.UNKNOWN:
-            raise ConnectError(f"Cannot manage offsets of a connector whose class "
+            raise WorkerError(f"Cannot manage offsets of a connector whose class "
                                f"{config.get('connector.class')} is not installed")
         return kind is ConnectorType.SINK
 
@@ -455,7 +455,7 @@ class ThreadedHerder(AbstractHerder):
         try:
             return future.result(REQUEST_TIMEOUT_S)
         except TimeoutError as exc:
-            raise ConnectError("Request timed out") from exc
+            raise WorkerError("Request timed out") from exc
 
     def _submit(self, fn: Callable[[], Any]) -> None:
         """Queue work for the herder thread without waiting (from any thread)."""

@@ -35,7 +35,7 @@ import time
 from collections.abc import Sequence
 from enum import StrEnum
 
-from worker.errors import ConfigError, ConnectError
+from worker.errors import ConfigError, WorkerError
 from worker.plugins.importer import PluginImporter
 from worker.plugins.locations import PluginLocation, classpath_location, plugin_locations
 from worker.plugins.registry import PluginRegistry
@@ -110,7 +110,7 @@ class PluginDiscovery:
         self._last_refresh = 0.0
 
     def run(self) -> PluginDiscovery:
-        """Discover, report (raising ConnectError under ``hybrid_fail``), then register."""
+        """Discover, report (raising WorkerError under ``hybrid_fail``), then register."""
         self.importer.install()
         self.locations = [self.importer.add(loc) for loc in plugin_locations(self.plugin_path)]
         self.locations.append(classpath_location())
@@ -127,7 +127,7 @@ class PluginDiscovery:
                 self.importer, load=self.mode is not DiscoveryMode.SERVICE_LOAD
             ).discover(self.locations)
         except Exception as exc:
-            raise ConnectError(
+            raise WorkerError(
                 f"Unable to perform ServiceLoader scanning as requested by "
                 f"{PLUGIN_DISCOVERY_CONFIG}={self.mode}. It may be possible to fix this issue "
                 f"by reconfiguring {PLUGIN_DISCOVERY_CONFIG}={DiscoveryMode.ONLY_SCAN}: "
@@ -204,7 +204,7 @@ class PluginDiscovery:
             log.warning("%s To silence this warning, set %s=%s in the worker config.",
                         message, PLUGIN_DISCOVERY_CONFIG, DiscoveryMode.ONLY_SCAN)
         else:
-            raise ConnectError(f"{message} To silence this error, set "
+            raise WorkerError(f"{message} To silence this error, set "
                                f"{PLUGIN_DISCOVERY_CONFIG}={DiscoveryMode.HYBRID_WARN} in the "
                                "worker config.")
 
@@ -260,7 +260,7 @@ class PluginDiscovery:
 def discover(plugin_path: Sequence[str], mode: DiscoveryMode | str,
              registry: PluginRegistry | None = None,
              import_packages: Sequence[str] = ()) -> PluginDiscovery:
-    """Run a discovery (ConnectError when ``hybrid_fail`` finds plugins without manifests)."""
+    """Run a discovery (WorkerError when ``hybrid_fail`` finds plugins without manifests)."""
     if isinstance(mode, str):
         mode = DiscoveryMode.parse(mode)
     return PluginDiscovery(plugin_path, mode, registry, import_packages).run()

@@ -320,15 +320,15 @@ def _import_prefix(name: str, parts: list[str]) -> tuple[ModuleType | None, int]
 
 def builtin_registry() -> PluginRegistry:
     """A new registry holding every built-in connector, converter, SMT, predicate, config
-    provider and REST extension, imported (``worker.plugins.builtins`` lists them; the
-    ``connect-plane`` distribution declares the same in its entry points).
+    provider and REST extension, imported (declared in the ``connect-plane``
+    distribution's entry points, read back by ``worker.plugins.builtins``).
 
     It imports any import path (``import_packages=None``): it is for code that runs no
     discovery — unit tests, tools, worker properties read without a registry. A worker's
     registry comes from discovery, which restricts import paths (``worker.compose``)."""
-    from worker.plugins.builtins import BUILTINS
+    from worker.plugins.builtins import builtin_plugins
 
     registry = PluginRegistry(import_packages=None)
-    for plugin in BUILTINS:
+    for plugin in builtin_plugins():
         registry.register(plugin.load(), plugin.type, plugin.name)
     return registry

@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from worker.api.rest_extension import is_internal_request
 from worker.config import rest_limits as keys
 from worker.config.rest_limits import RestLimits
-from worker.errors import ConnectError, PayloadTooLargeError, RequestTimeoutError
+from worker.errors import PayloadTooLargeError, RequestTimeoutError, WorkerError
 from worker.rest.errors import error_response
 from worker.util.memory import MemoryTrimmer
 
@@ -166,7 +166,7 @@ class BodyCacheMiddleware:
             return
         try:
             body = await _read_all(bounded)
-        except ConnectError as exc:  # too large, too slow
+        except WorkerError as exc:  # too large, too slow
             await error_response(exc.status_code, str(exc))(scope, receive, send)
             return
         if body is None:

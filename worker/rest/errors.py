@@ -35,7 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from worker.errors import ConnectError
+from worker.errors import WorkerError
 from worker.rest.datamodels.base import ErrorResponse
 
 log = logging.getLogger("worker.rest")
@@ -67,8 +67,8 @@ def _jersey_message(status_code: int) -> str:
     return f"HTTP {status_code} {phrase}".rstrip()
 
 
-async def _connect_error(request: Request, exc: Exception) -> Response:
-    error = cast(ConnectError, exc)
+async def _worker_error(request: Request, exc: Exception) -> Response:
+    error = cast(WorkerError, exc)
     if error.status_code == 500:
         log.error("Error in REST call to %s %s", request.method, request.url.path,
                   exc_info=error)
@@ -136,7 +136,7 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
 
 #: Exception type → handler, registered on the app by :func:`install_error_handlers`.
 EXCEPTION_HANDLERS: list[tuple[type[Exception], ExceptionHandler]] = [
-    (ConnectError, _connect_error),
+    (WorkerError, _worker_error),
     (StarletteHTTPException, _http_error),
     (RequestValidationError, _validation_error),
 ]

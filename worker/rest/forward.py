@@ -28,7 +28,7 @@ from starlette.types import Scope
 from worker.errors import ConfigError, RequestTargetError
 from worker.rest.body_limits import BODY_KEY
 from worker.rest.errors import error_response
-from worker.rest.tls import ClientTls
+from worker.rest.tls.contexts import ClientTls
 from worker.util.urls import encode_dot_segment
 
 log = logging.getLogger("worker.rest")

@@ -8,11 +8,11 @@ admin endpoints are served on the regular listeners; empty, nowhere; set, only o
 listeners). The role travels in the ASGI scope (``worker.rest.app.LISTENER_ROLE_KEY``).
 
 ``https`` listeners read ``listeners.https.ssl.*`` (admin listeners
-``admin.listeners.https.ssl.*``), with ``ssl.*`` as fallback (``worker.rest.tls``). The
+``admin.listeners.https.ssl.*``), with ``ssl.*`` as fallback (``worker.rest.tls.contexts``). The
 server is :class:`~worker.config.reconfigurable.Reconfigurable`: a new keystore,
 truststore, client-auth mode, protocol list or cipher list is validated in full, then
 swapped in for every https listener at once; new handshakes get it, established
-connections and in-flight requests go on (``worker.rest.tls.SwappableServerContext``).
+connections and in-flight requests go on (``worker.rest.tls.contexts.SwappableServerContext``).
 An https listener's requests carry the ASGI TLS extension — the verified client
 certificate's subject, for admin authorization (``worker.rest.security.tls_scope``).
 
@@ -37,14 +37,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker.config.reconfigurable import Reconfigurable
 from worker.config.rest_limits import RestLimits
-from worker.errors import ConfigError, ConnectError
+from worker.errors import ConfigError, WorkerError
 from worker.rest.app import LISTENER_ROLE_KEY, ListenerRole
 from worker.rest.executor import DaemonThreadPool
 from worker.rest.forward import FORWARDER_KEY, ForwardingClient
 from worker.rest.http_limits import BoundedHttpProtocol, ConnectionSlots, bounded_protocol
 from worker.rest.security.tls_scope import TlsScopeProtocol
-from worker.rest.tls import ADMIN_PREFIX, LISTENERS_PREFIX, ServedListener
-from worker.rest.tls_reload import ListenerTls
+from worker.rest.tls.contexts import ADMIN_PREFIX, LISTENERS_PREFIX, ServedListener
+from worker.rest.tls.reload import ListenerTls
 
 log = logging.getLogger("worker.rest")
 
@@ -232,7 +232,7 @@ class RestServer(Reconfigurable):
     def url(self) -> str:
         """Base URL of the first listener, e.g. ``http://127.0.0.1:8083``."""
         if not self._bound:
-            raise ConnectError("The REST server has not been started")
+            raise WorkerError("The REST server has not been started")
         return self._bound[0]
 
     @property
@@ -297,11 +297,11 @@ class RestServer(Reconfigurable):
     def start(self) -> None:
         """Bind every listener and serve; return once all are accepting connections.
 
-        Raises ConnectError if a listener cannot be bound or the server does not come up
+        Raises WorkerError if a listener cannot be bound or the server does not come up
         within ``startup_timeout`` (nothing is left running in either case).
         """
         if self._thread is not None:
-            raise ConnectError("The REST server is already started")
+            raise WorkerError("The REST server is already started")
         configs = [self._config(binding) for binding in self._bindings]
         sockets: list[socket.socket] = []
         try:
@@ -310,7 +310,7 @@ class RestServer(Reconfigurable):
         except OSError as exc:
             for sock in sockets:
                 sock.close()
-            raise ConnectError(f"Unable to bind REST listener {binding.listener}: "
+            raise WorkerError(f"Unable to bind REST listener {binding.listener}: "
                                f"{exc}") from exc
         self._servers = [uvicorn.Server(config) for config in configs]
         self._bound = [_local_url(b.listener, sock)
@@ -324,7 +324,7 @@ class RestServer(Reconfigurable):
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 failure = self._failure
                 self.stop()
-                raise ConnectError(f"REST server did not start within "
+                raise WorkerError(f"REST server did not start within "
                                    f"{self._startup_timeout}s: {failure}") from failure
             time.sleep(0.01)
         log.info("REST server listening at %s", ", ".join(self.urls))

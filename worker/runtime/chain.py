@@ -51,7 +51,7 @@ class TransformationChain:
 
     def apply_stage(self, index: int, record: Any) -> Any:
         """Apply the ``index``-th transformation alone (with its predicate), as the error
-        handler does stage by stage when a record failed (``worker.runtime.error_handling``)."""
+        handler does stage by stage when a record failed (``worker.runtime.errors.handling``)."""
         transform, predicate, negate = self._stages[index]
         if predicate is not None and predicate.test(record) == negate:
             return record

@@ -13,8 +13,8 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from worker.runtime.offsets import SubmittedBatch
-from worker.runtime.sticky_partitions import UNASSIGNED
+from worker.clients.sticky_partitions import UNASSIGNED
+from worker.runtime.source_offsets import SubmittedBatch
 
 
 class PendingRecords:

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from worker.api.connector import TopicPartition
 from worker.api.task import ErrantRecordReporter, SinkTaskContext
 
-if TYPE_CHECKING:
-    from worker.runtime.sink_task import WorkerSinkTask
+
+class SinkTaskOwner(Protocol):
+    """What the context reads of its worker task (``WorkerSinkTask``)."""
+
+    @property
+    def task_config(self) -> dict[str, str]: ...
+
+    @property
+    def errant_reporter(self) -> ErrantRecordReporter | None: ...
+
+    @property
+    def assignment(self) -> Iterable[TopicPartition]: ...
+
+    def consumer_call(self, method: str, partitions: tuple[TopicPartition, ...]) -> None: ...
 
 
 class WorkerSinkTaskContext(SinkTaskContext):
     """What a sink task's plugin sees of its worker task (``SinkTask.context``): requests
     (offsets, a commit, a timeout) the task's loop applies, and its consumer's partitions."""
 
-    def __init__(self, owner: WorkerSinkTask) -> None:
+    def __init__(self, owner: SinkTaskOwner) -> None:
         self._owner = owner
         self.rewinds: dict[TopicPartition, int] = {}
         self.timeout_ms: int | None = None

@@ -49,9 +49,9 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from worker.api.connector import TopicPartition
+from worker.clients import factories as kafka_clients
 from worker.config.worker_config import WorkerConfig
-from worker.errors import ConnectError
-from worker.runtime import kafka_clients
+from worker.errors import WorkerError
 from worker.util.logs import watch_logs
 
 log = logging.getLogger(__name__)
@@ -71,10 +71,10 @@ _MEMBER_ERRORS = frozenset({KafkaError.UNKNOWN_MEMBER_ID, KafkaError.NON_EMPTY_G
                             KafkaError.REBALANCE_IN_PROGRESS})
 
 
-def zombie_tasks_error(connector: str, reset: bool) -> ConnectError:
+def zombie_tasks_error(connector: str, reset: bool) -> WorkerError:
     """Kafka's answer (a 500) when the group still has members, e.g. tasks that ignored stop."""
     verb = "reset" if reset else "alter"
-    return ConnectError(
+    return WorkerError(
         f"Failed to {verb} consumer group offsets for connector {connector} either because "
         "its tasks haven't stopped completely yet or the connector was resumed before the "
         f"request to {verb} its offsets could be successfully completed. If the connector is "
@@ -130,7 +130,7 @@ class SinkGroupOffsets:
         committed: dict[TopicPartition, int] = {}
         for tp in result.topic_partitions or []:
             if tp.error is not None:
-                raise ConnectError(f"{what}: {tp.error.str()}")
+                raise WorkerError(f"{what}: {tp.error.str()}")
             if tp.offset >= 0:  # librdkafka reports "no committed offset" as -1001
                 committed[TopicPartition(tp.topic, tp.partition)] = tp.offset
         return committed
@@ -150,7 +150,7 @@ class SinkGroupOffsets:
         try:
             group = self._await(what, lambda admin, timeout: admin.describe_consumer_groups(
                 [self.group_id], request_timeout=timeout)[self.group_id])
-        except ConnectError as exc:
+        except WorkerError as exc:
             if _kafka_code(exc.__cause__) == KafkaError.GROUP_ID_NOT_FOUND:
                 return  # Kafka 4 answers this for a group that does not exist: no members
             raise
@@ -178,11 +178,11 @@ class SinkGroupOffsets:
             to_commit = {**kept, **to_commit}
             try:
                 self._commit(to_commit)
-            except ConnectError as exc:
+            except WorkerError as exc:
                 log.error("Sink connector %s: group %s was deleted to remove offsets of %s, "
                           "but committing the others failed; restore them with PATCH: %s",
                           self.connector, self.group_id, sorted(removed), to_commit)
-                raise ConnectError(f"{exc} (the offsets of the other partitions were "
+                raise WorkerError(f"{exc} (the offsets of the other partitions were "
                                    f"removed too; they were {_describe(to_commit)})") from exc
         elif to_commit:
             self._commit(to_commit)
@@ -208,7 +208,7 @@ class SinkGroupOffsets:
                 continue
             if tp.error.code() in _MEMBER_ERRORS:
                 raise zombie_tasks_error(self.connector, reset=False)
-            raise ConnectError(f"{what}: {tp.topic}-{tp.partition}: {tp.error.str()}")
+            raise WorkerError(f"{what}: {tp.topic}-{tp.partition}: {tp.error.str()}")
 
     def _delete_group(self, reset: bool) -> None:
         what = (f"Failed to reset consumer group offsets for sink connector {self.connector}"
@@ -217,7 +217,7 @@ class SinkGroupOffsets:
         try:
             self._await(what, lambda admin, timeout: admin.delete_consumer_groups(
                 [self.group_id], request_timeout=timeout)[self.group_id])
-        except ConnectError as exc:
+        except WorkerError as exc:
             code = _kafka_code(exc.__cause__)
             if code == KafkaError.GROUP_ID_NOT_FOUND:
                 return  # already gone: resetting offsets is idempotent, as in Kafka
@@ -226,7 +226,7 @@ class SinkGroupOffsets:
             raise
 
     def _await(self, what: str, call: Callable[[Any, float], Future[T]]) -> T:
-        """Run one admin call and wait for it, translating every failure into ConnectError.
+        """Run one admin call and wait for it, translating every failure into WorkerError.
 
         A call whose connection broke is sent once more, through a new client (the old one
         may not reconnect within our timeout); see the module docstring.
@@ -251,11 +251,11 @@ class SinkGroupOffsets:
         except KafkaException as exc:
             # Debug only: some codes are expected (an unknown group); callers decide.
             log.debug("%s", what, exc_info=True)
-            raise ConnectError(f"{what}: {exc.args[0].str() if exc.args else exc}") from exc
+            raise WorkerError(f"{what}: {exc.args[0].str() if exc.args else exc}") from exc
         except (FutureTimeoutError, TimeoutError) as exc:
-            raise ConnectError(f"{what}: timed out") from exc
+            raise WorkerError(f"{what}: timed out") from exc
         except (ValueError, TypeError) as exc:  # the client refused the request itself
-            raise ConnectError(f"{what}: {exc}") from exc
+            raise WorkerError(f"{what}: {exc}") from exc
 
 
 def open_sink_offsets(worker_config: WorkerConfig, connector: str,
@@ -270,7 +270,7 @@ def open_sink_offsets(worker_config: WorkerConfig, connector: str,
         try:
             return watch_logs(AdminClient(conf))
         except KafkaException as exc:
-            raise ConnectError(f"Failed to create an admin client for sink connector "
+            raise WorkerError(f"Failed to create an admin client for sink connector "
                                f"{connector}: {exc}") from exc
 
     return SinkGroupOffsets(new_admin(), connector,

@@ -19,28 +19,28 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from worker.api.connector import TopicPartition
 from worker.api.converter import Converter
 from worker.api.exceptions import ConnectException, RetriableException
+from worker.api.header_converter import decode_headers
 from worker.api.records import SinkRecord, consumed_record
 from worker.api.task import SinkTask
-from worker.connectors.header_converter import decode_headers
+from worker.clients.factories import CLIENT_LOG
+from worker.clients.kafka_types import ConsumedMessage
 from worker.runtime.chain import TransformationChain
-from worker.runtime.client_metrics import StatsListener
-from worker.runtime.consumer_lag import LagReader
-from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
-from worker.runtime.error_handling import (
+from worker.runtime.errors.dead_letter_queue import DeadLetterQueueReporter
+from worker.runtime.errors.handling import (
     TOLERANCE_EXCEEDED,
     ErrorHandlingConfig,
     RetryInterrupted,
     RetryWithToleranceOperator,
 )
+from worker.runtime.errors.sink import TIMESTAMP_NAMES, SinkErrorHandler
 from worker.runtime.idle_poller import IdlePoller
-from worker.runtime.kafka_clients import CLIENT_LOG
+from worker.runtime.metrics.clients import StatsListener
+from worker.runtime.metrics.consumer_lag import LagReader
+from worker.runtime.metrics.tasks import TaskMetrics
 from worker.runtime.sink_context import WorkerSinkTaskContext, subscription_pattern
-from worker.runtime.sink_errors import TIMESTAMP_NAMES, SinkErrorHandler
 from worker.runtime.status import StatusReporter
-from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import State, TargetState, TaskId
-from worker.util.kafka_types import ConsumedMessage
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class WorkerSinkTask(WorkerTask):
         self._chain = chain
         self._flush_interval_s = offset_flush_interval_ms / 1000
         # errors.*: retries, tolerance, the error log and the dead letter queue, used only
-        # once a record has failed (the slow path, worker.runtime.sink_errors). A retry's
+        # once a record has failed (the slow path, worker.runtime.errors.sink). A retry's
         # backoff ends at once when the task stops or pauses.
         self._retry_interrupt = threading.Event()
         errors = error_config or ErrorHandlingConfig()

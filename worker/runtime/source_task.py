@@ -1,6 +1,6 @@
 """WorkerSourceTask: poll → transforms → converters → produce; offsets after acknowledgement.
 
-Every poll() batch is sent as one ``SubmittedBatch`` (``worker.runtime.offsets``): records
+Every poll() batch is sent as one ``SubmittedBatch`` (``worker.runtime.source_offsets``): records
 without a timestamp or headers go to librdkafka in one ``produce_batch`` call per run of one
 topic and partition, the others one ``produce()`` each. Delivery callbacks (the batch's
 ``acknowledge``) are served by ``producer.poll(0)`` after each batch on this thread:
@@ -32,23 +32,23 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from worker.api.converter import Converter
 from worker.api.exceptions import ConnectException, RetriableException
+from worker.api.header_converter import encode_headers
 from worker.api.records import SourceRecord
 from worker.api.task import RecordMetadata, SourceTask, SourceTaskContext
-from worker.connectors.header_converter import encode_headers
+from worker.clients.factories import CLIENT_LOG, acknowledges_in_order
+from worker.clients.sticky_partitions import UNASSIGNED, StickyPartitions
 from worker.runtime.chain import TransformationChain
-from worker.runtime.client_metrics import StatsListener
-from worker.runtime.error_handling import (
+from worker.runtime.errors.handling import (
     ErrorHandlingConfig,
     RetryInterrupted,
     RetryWithToleranceOperator,
 )
-from worker.runtime.kafka_clients import CLIENT_LOG, acknowledges_in_order
-from worker.runtime.offsets import StoreOffsetReader, SubmittedBatch, SubmittedRecords
+from worker.runtime.errors.source import SourceErrorHandler
+from worker.runtime.metrics.clients import StatsListener
+from worker.runtime.metrics.tasks import TaskMetrics
 from worker.runtime.pending_records import PendingRecords
-from worker.runtime.source_errors import SourceErrorHandler
+from worker.runtime.source_offsets import StoreOffsetReader, SubmittedBatch, SubmittedRecords
 from worker.runtime.status import StatusReporter
-from worker.runtime.sticky_partitions import UNASSIGNED, StickyPartitions
-from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.topic_creation import TopicCreator
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import OffsetBackingStore, TargetState, TaskId
@@ -102,7 +102,7 @@ class WorkerSourceTask(WorkerTask):
         self._flush_interval_s = offset_flush_interval_ms / 1000
         self._flush_timeout_s = offset_flush_timeout_ms / 1000
         # errors.*: retries, tolerance and the error log, used only once a record has
-        # failed (the slow path, worker.runtime.source_errors).
+        # failed (the slow path, worker.runtime.errors.source).
         errors = error_config or ErrorHandlingConfig()
         self._errors = SourceErrorHandler(
             task_id, errors, RetryWithToleranceOperator(errors, self.stopping,

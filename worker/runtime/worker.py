@@ -16,24 +16,25 @@ from worker.api.converter import Converter
 from worker.api.exceptions import ConnectException
 from worker.api.headers import HeaderConverter
 from worker.api.task import SinkTask, SourceTask
+from worker.clients import factories as kafka_clients
 from worker.config.providers import restore_placeholders
 from worker.config.worker_config import WorkerConfig
 from worker.plugins.registry import CONNECTOR_TYPES, PluginRegistry, PluginType
-from worker.runtime import kafka_clients, topic_creation
+from worker.runtime import topic_creation
 from worker.runtime.chain import TransformationChain
 from worker.runtime.connector_config import TASKS_MAX_ENFORCE
-from worker.runtime.dead_letter_queue import DeadLetterQueueReporter
-from worker.runtime.error_handling import ErrorHandlingConfig
+from worker.runtime.errors.dead_letter_queue import DeadLetterQueueReporter
+from worker.runtime.errors.handling import ErrorHandlingConfig
 from worker.runtime.fd_budget import FdBudget
 from worker.runtime.idle_poller import IdlePoller
-from worker.runtime.offsets import StoreOffsetReader
-from worker.runtime.sampled_stat import MetricWindow
+from worker.runtime.metrics.sampled_stat import MetricWindow
+from worker.runtime.metrics.tasks import TaskMetrics
+from worker.runtime.metrics.worker import WorkerMetrics
 from worker.runtime.sink_task import WorkerSinkTask
+from worker.runtime.source_offsets import StoreOffsetReader
 from worker.runtime.source_task import WorkerSourceTask
 from worker.runtime.status import StatusReporter
-from worker.runtime.task_metrics import TaskMetrics
 from worker.runtime.worker_connector import WorkerConnector
-from worker.runtime.worker_metrics import WorkerMetrics
 from worker.runtime.worker_task import WorkerTask
 from worker.storage.base import (
     OffsetBackingStore,
@@ -91,7 +92,7 @@ class Worker:
         # reconcile, which must not scan every task of the worker (O(N²) at 500 tasks).
         self._task_ids: dict[str, set[TaskId]] = {}
         self._graceful_s = config.get("task.shutdown.graceful.timeout.ms") / 1000
-        # /metrics (worker.runtime.metrics_collector): Kafka's metrics.sample.window.ms and
+        # /metrics (worker.runtime.metrics.collector): Kafka's metrics.sample.window.ms and
         # metrics.num.samples shape every windowed rate, average and maximum.
         self.metric_window = MetricWindow(config.get("metrics.sample.window.ms") / 1000,
                                           config.get("metrics.num.samples"))

@@ -20,8 +20,8 @@ from collections.abc import Callable
 
 from worker.api.headers import HeaderConverter
 from worker.api.task import Task
+from worker.runtime.metrics.tasks import TaskMetrics
 from worker.runtime.status import StatusReporter
-from worker.runtime.task_metrics import TaskMetrics
 from worker.storage.base import State, TargetState, TaskId
 from worker.util.threads import name_native_thread
 
@@ -41,7 +41,7 @@ class WorkerTask(ABC):
         self.stored_task_config: dict[str, str] = dict(task_config)
         self.connector_config: dict[str, str] = {}
         self.status = status
-        # /metrics: what this task counts (worker.runtime.task_metrics); the task thread
+        # /metrics: what this task counts (worker.runtime.metrics.tasks); the task thread
         # records into it once per batch, the scrape thread reads it.
         self.metrics = metrics or TaskMetrics(task_id.connector, task_id.task)
         self.stopping = threading.Event()

@@ -41,8 +41,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from worker.clients.kafka_types import ClientConfig
 from worker.testing.processes import free_port, log_tail, terminate_process
-from worker.util.kafka_types import ClientConfig
 
 __all__ = [
     "BrokerStartError",

@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from worker.rest.tls_stores import KeyPair, install_key_pair, trust
+from worker.rest.tls.stores import KeyPair, install_key_pair, trust
 
 __all__ = ["Issued", "TestCA", "client_context", "fingerprint", "served_fingerprint"]
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from worker import compose
+from worker.clients import factories as kafka_clients
 from worker.config.worker_config import StandaloneConfig
-from worker.errors import ConnectError
-from worker.runtime import kafka_clients
+from worker.errors import WorkerError
 from worker.testing import free_port
 from worker.util.logs import STARTUP_CLIENTS
 
@@ -29,7 +29,7 @@ def test_no_broker_fails_after_the_timeout_with_one_waiting_line_and_logged_clie
     config = StandaloneConfig({"bootstrap.servers": bootstrap})
     caplog.set_level("INFO")
     started = time.monotonic()
-    with pytest.raises(ConnectError, match=f"Could not reach Kafka at bootstrap.servers="
+    with pytest.raises(WorkerError, match=f"Could not reach Kafka at bootstrap.servers="
                                            f"{bootstrap} within 2 s"):
         compose.kafka_cluster_id(config, timeout_s=2.0)
     assert 1.9 < time.monotonic() - started < 5
@@ -50,7 +50,7 @@ def test_a_cancelled_start_up_stops_waiting_within_a_step(
     cancelled = threading.Event()
     threading.Timer(0.3, cancelled.set).start()
     started = time.monotonic()
-    with pytest.raises(ConnectError, match="Start-up interrupted while waiting for Kafka"):
+    with pytest.raises(WorkerError, match="Start-up interrupted while waiting for Kafka"):
         compose.kafka_cluster_id(config, timeout_s=30.0, cancelled=cancelled)
     assert time.monotonic() - started < compose.CLUSTER_ID_STEP_S + 1.5
 
@@ -67,7 +67,7 @@ def test_the_waiting_line_says_when_bootstrap_servers_is_not_set(
 
     monkeypatch.setattr(kafka_clients, "admin_config", elsewhere)
     caplog.set_level("INFO")
-    with pytest.raises(ConnectError, match=r"bootstrap.servers=localhost:9092 \(Kafka's "
+    with pytest.raises(WorkerError, match=r"bootstrap.servers=localhost:9092 \(Kafka's "
                                            r"default: bootstrap.servers is not set\) within"):
         compose.kafka_cluster_id(config, timeout_s=1.5)
     waiting = [r.getMessage() for r in caplog.records if r.name == "worker.compose"]

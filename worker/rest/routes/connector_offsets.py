@@ -14,7 +14,7 @@ from fastapi import APIRouter, Body
 
 from worker.errors import BadRequestError
 from worker.herder.models import ConnectorOffsets, Message
-from worker.herder.offsets import NO_OFFSETS_PROVIDED
+from worker.herder.offset_requests import NO_OFFSETS_PROVIDED
 from worker.rest.datamodels.connector_offsets import (
     ConnectorOffsetsResponse,
     MessageResponse,

@@ -44,9 +44,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from worker.clients.consumer_defaults import CONSUMER_DEFAULTS
+from worker.clients.kafka_types import ConsumedMessage
 from worker.errors import StorageError
-from worker.util.consumer_defaults import CONSUMER_DEFAULTS
-from worker.util.kafka_types import ConsumedMessage
 from worker.util.logs import INTERNAL_TOPIC_CLIENTS, watch_logs
 
 log = logging.getLogger(__name__)

@@ -29,11 +29,11 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from worker.config.client_props import translate_logged
+from worker.clients.librdkafka_keys import is_librdkafka_property
+from worker.clients.properties import translate_logged
 from worker.config.worker_config import DistributedConfig, WorkerConfig
 from worker.errors import ConfigError, StorageError
 from worker.storage.kafka.log import KafkaBasedLog, LogRecord
-from worker.util.librdkafka_keys import is_librdkafka_property
 from worker.util.logs import INTERNAL_TOPIC_CLIENTS, watch_logs
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def internal_client_config(config: WorkerConfig, role: str, purpose: str) -> dic
 
     ``bootstrap.servers``, the worker's top-level ``security.*``/``ssl.*``/``sasl.*`` keys,
     then its ``{role}.`` keys, translated together from Kafka's Java names
-    (``worker.config.client_props``); ``client.id`` is
+    (``worker.clients.properties``); ``client.id`` is
     ``{client.id or 'connect'}-{purpose}-{role}``.
     """
     if role not in _ROLES:

@@ -23,7 +23,7 @@ from worker.cli.base import signal_exit_code
 PROBE = """
 import logging, sys, threading
 from worker.cli import base
-from worker.errors import ConnectError
+from worker.errors import WorkerError
 
 log = logging.getLogger("worker.cli.probe")
 mode = sys.argv[1]
@@ -42,7 +42,7 @@ class Process:
 
 def start(startup):
     if mode == "connect-error":
-        raise ConnectError("no broker answered")
+        raise WorkerError("no broker answered")
     if mode == "startup-error":
         raise base.StartupError("Failed to create a connector from the command line: bad")
     if mode == "crash":

@@ -18,6 +18,11 @@ from pathlib import Path
 import pytest
 
 from worker.api import ConfigData, ConfigProvider
+from worker.builtin.config_providers import (
+    DirectoryConfigProvider,
+    EnvVarConfigProvider,
+    FileConfigProvider,
+)
 from worker.config.providers import (
     KAFKA_PATTERN,
     MAX_LOOKUPS,
@@ -28,11 +33,6 @@ from worker.config.providers import (
     has_placeholders,
     placeholders,
     restore_placeholders,
-)
-from worker.connectors.config_providers import (
-    DirectoryConfigProvider,
-    EnvVarConfigProvider,
-    FileConfigProvider,
 )
 from worker.errors import ConfigError
 from worker.plugins.registry import builtin_registry

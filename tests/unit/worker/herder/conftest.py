@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 from worker.config.worker_config import DistributedConfig, WorkerConfig
 from worker.herder.abstract import AbstractHerder
-from worker.herder.distributed import DistributedHerder
+from worker.herder.distributed.herder import DistributedHerder
 from worker.herder.standalone import StandaloneHerder
 from worker.plugins.registry import builtin_registry
 from worker.runtime.worker import Worker

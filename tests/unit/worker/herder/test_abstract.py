@@ -27,8 +27,8 @@ from worker.config.worker_config import WorkerConfig
 from worker.errors import (
     BadRequestError,
     ConfigValidationError,
-    ConnectError,
     NotFoundError,
+    WorkerError,
 )
 from worker.herder import abstract
 from worker.herder.models import ConfigInfo, ConfigInfos, ConnectorType
@@ -444,7 +444,7 @@ class TestMisbehavingConnectors:
         monkeypatch.setattr(abstract, "VALIDATION_TIMEOUT_S", 0.2)
         _RELEASE.clear()
         try:
-            with pytest.raises(ConnectError, match="timed out") as info:
+            with pytest.raises(WorkerError, match="timed out") as info:
                 herder.validate_connector_config({"name": "x", "connector.class":
                                                   "test.HangingValidateSource"})
             assert isinstance(info.value.__cause__, TimeoutError)

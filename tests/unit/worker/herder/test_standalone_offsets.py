@@ -13,9 +13,9 @@ import pytest
 
 from tests.unit.worker.herder.conftest import new_standalone_herder
 from worker.api.connector import TopicPartition
+from worker.builtin.connectors.generator import SequenceGeneratorConnector
 from worker.config.worker_config import WorkerConfig
-from worker.connectors.generator import SequenceGeneratorConnector
-from worker.errors import BadRequestError, ConflictError, ConnectError, NotFoundError
+from worker.errors import BadRequestError, ConflictError, NotFoundError, WorkerError
 from worker.herder.models import ConnectorOffset
 from worker.herder.standalone import StandaloneHerder
 from worker.plugins.registry import PluginType
@@ -40,7 +40,7 @@ class FakeGroup:
 
     def ensure_no_active_members(self, reset: bool) -> None:
         if self.members:
-            raise ConnectError("zombie sink tasks")
+            raise WorkerError("zombie sink tasks")
 
     def alter(self, offsets: Mapping[TopicPartition, int | None]) -> None:
         for tp, offset in offsets.items():
@@ -158,7 +158,7 @@ def test_sink_writes_refused_while_the_group_has_members(herder: StandaloneHerde
     create(herder, "sink", SINK)
     group.committed = {TopicPartition("orders", 0): 5}
     group.members = True
-    with pytest.raises(ConnectError, match="zombie"):
+    with pytest.raises(WorkerError, match="zombie"):
         herder.reset_connector_offsets("sink")
     assert group.committed == {TopicPartition("orders", 0): 5}
 

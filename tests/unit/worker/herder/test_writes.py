@@ -14,7 +14,7 @@ import pytest
 from tests.support import wait_until
 from tests.unit.worker.herder.conftest import new_standalone_herder
 from worker.api.config_def import ConfigValue
-from worker.connectors.generator import SequenceGeneratorConnector
+from worker.builtin.connectors.generator import SequenceGeneratorConnector
 from worker.errors import AlreadyExistsError, ConfigValidationError, NotFoundError
 from worker.herder.standalone import StandaloneHerder
 from worker.plugins.registry import PluginType

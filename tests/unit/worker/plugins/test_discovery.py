@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.worker.plugins import _builder as b
-from worker.errors import ConfigError, ConnectError, PluginNotFoundError
+from worker.errors import ConfigError, PluginNotFoundError, WorkerError
 from worker.plugins import discovery as discovery_module
 from worker.plugins.discovery import DiscoveryMode, PluginDiscovery, discover
 from worker.plugins.registry import PluginType
@@ -105,7 +105,7 @@ def test_hybrid_fail_refuses_and_lists_every_plugin_without_a_manifest(
         tree: Tree, run: Discover, tmp_path: Path) -> None:
     other = b.unique("other")
     b.modules_location(tree.root, "more", {f"{other}.py": b.converter_module("OtherConverter")})
-    with pytest.raises(ConnectError) as info:
+    with pytest.raises(WorkerError) as info:
         run([str(tree.root)], "hybrid_fail")
     message = str(info.value)
     assert tree.undeclared in message and f"{other}.OtherConverter\tconverter" in message

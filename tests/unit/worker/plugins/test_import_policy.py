@@ -129,8 +129,8 @@ def test_builtins_resolve_by_java_name_alias_and_path_in_a_strict_registry() -> 
     registry.import_packages = frozenset()
     for name in ("org.apache.kafka.connect.file.FileStreamSourceConnector",
                  "FileStreamSource",
-                 "worker.connectors.file_stream.FileStreamSourceConnector",
-                 "worker.connectors.file_stream:FileStreamSourceConnector"):
+                 "worker.builtin.connectors.file_stream.FileStreamSourceConnector",
+                 "worker.builtin.connectors.file_stream:FileStreamSourceConnector"):
         assert registry.resolve(name, PluginType.SOURCE).class_name == \
             "org.apache.kafka.connect.file.FileStreamSourceConnector"
 

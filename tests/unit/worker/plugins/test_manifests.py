@@ -3,28 +3,36 @@
 from __future__ import annotations
 
 import sys
-from importlib.metadata import distribution
 from pathlib import Path
 
 import pytest
 
 from tests.unit.worker.plugins import _builder as b
 from worker.errors import PluginNotFoundError
-from worker.plugins.builtins import BUILTINS
+from worker.plugins.builtins import CLASSPATH_SCAN_PACKAGES, builtin_plugins
 from worker.plugins.desc import PluginClassRef, PluginDesc
 from worker.plugins.locations import classpath_location
 from worker.plugins.manifests import classpath_manifests, parse_entry_points, split_target
 from worker.plugins.registry import PluginRegistry, builtin_registry
-from worker.plugins.types import ENTRY_POINT_GROUPS, TYPES_BY_GROUP, PluginType, kafka_aliases
+from worker.plugins.types import (
+    ENTRY_POINT_GROUPS,
+    PluginType,
+    kafka_aliases,
+    plugin_types_of,
+)
 
 
-def test_the_installed_distribution_declares_exactly_the_builtins() -> None:
-    declared = {(ep.group, ep.name, ep.value)
-                for ep in distribution("connect-plane").entry_points
-                if ep.group in TYPES_BY_GROUP}
-    assert declared == {(p.type.group, p.name, p.target) for p in BUILTINS}, \
-        "pyproject.toml's entry points and worker/plugins/builtins.py disagree (or the " \
-        "editable install is stale: pip install -e .)"
+def test_every_declared_builtin_loads_and_implements_its_type() -> None:
+    """pyproject.toml's ``connect_plane.*`` entry points are the one list of built-ins: each
+    imports, implements the type of its group, lives where module scanning looks, and the
+    plugin types that Kafka ships built-ins of all have one."""
+    plugins = builtin_plugins()
+    assert len(plugins) == len({(p.name, p.type) for p in plugins}), "a built-in declared twice"
+    for plugin in plugins:
+        cls = plugin.load()
+        assert plugin.type in plugin_types_of(cls), (plugin.name, plugin.target)
+        assert cls.__module__.startswith(CLASSPATH_SCAN_PACKAGES), cls.__module__
+    assert {p.type for p in plugins} == set(PluginType)
 
 
 def test_the_classpath_manifests_name_the_builtins_with_kafkas_names() -> None:
@@ -32,7 +40,7 @@ def test_the_classpath_manifests_name_the_builtins_with_kafkas_names() -> None:
     names = {(e.name, e.type) for e in entries}
     assert ("org.apache.kafka.connect.transforms.InsertField$Value",
             PluginType.TRANSFORMATION) in names
-    assert {(p.name, p.type) for p in BUILTINS} <= names
+    assert {(p.name, p.type) for p in builtin_plugins()} <= names
     assert {e.version for e in entries if e.module.startswith("worker.")} == {"0.1.0"}
 
 
@@ -111,5 +119,5 @@ def test_import_guard_refuses_plugin_location_modules() -> None:
     with pytest.raises(PluginNotFoundError, match=r"\(it is on the plugin path\)$"):
         registry.resolve("json.JSONDecoder")
     # A registered class resolves by its module:Class path without any import.
-    assert registry.resolve("worker.connectors.converters:JsonConverter").class_name == \
-        "org.apache.kafka.connect.json.JsonConverter"
+    path = "worker.builtin.converters.json_converter:JsonConverter"
+    assert registry.resolve(path).class_name == "org.apache.kafka.connect.json.JsonConverter"

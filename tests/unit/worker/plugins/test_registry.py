@@ -9,15 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from worker.connectors import predicates, transforms
-from worker.connectors.config_providers import (
+from worker.builtin.config_providers import (
     DirectoryConfigProvider,
     EnvVarConfigProvider,
     FileConfigProvider,
 )
-from worker.connectors.converters import ByteArrayConverter, JsonConverter, StringConverter
-from worker.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
-from worker.connectors.generator import SequenceGeneratorConnector
+from worker.builtin.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
+from worker.builtin.connectors.generator import SequenceGeneratorConnector
+from worker.builtin.converters.json_converter import JsonConverter
+from worker.builtin.converters.string_bytes import ByteArrayConverter, StringConverter
+from worker.builtin.transforms import (
+    extract_field,
+    filter,
+    hoist_field,
+    insert_field,
+    predicates,
+    regex_router,
+    replace_field,
+)
 from worker.errors import PluginNotFoundError
 from worker.plugins.registry import (
     CONNECTOR_CONFIG_TYPES,
@@ -37,16 +46,16 @@ JAVA_NAMES = [
     ("org.apache.kafka.connect.storage.StringConverter", StringConverter, PluginType.CONVERTER),
     ("org.apache.kafka.connect.converters.ByteArrayConverter", ByteArrayConverter,
      PluginType.CONVERTER),
-    (f"{T}.RegexRouter", transforms.RegexRouter, PluginType.TRANSFORMATION),
-    (f"{T}.Filter", transforms.Filter, PluginType.TRANSFORMATION),
-    (f"{T}.InsertField$Key", transforms.InsertFieldKey, PluginType.TRANSFORMATION),
-    (f"{T}.InsertField$Value", transforms.InsertFieldValue, PluginType.TRANSFORMATION),
-    (f"{T}.ExtractField$Key", transforms.ExtractFieldKey, PluginType.TRANSFORMATION),
-    (f"{T}.ExtractField$Value", transforms.ExtractFieldValue, PluginType.TRANSFORMATION),
-    (f"{T}.HoistField$Key", transforms.HoistFieldKey, PluginType.TRANSFORMATION),
-    (f"{T}.HoistField$Value", transforms.HoistFieldValue, PluginType.TRANSFORMATION),
-    (f"{T}.ReplaceField$Key", transforms.ReplaceFieldKey, PluginType.TRANSFORMATION),
-    (f"{T}.ReplaceField$Value", transforms.ReplaceFieldValue, PluginType.TRANSFORMATION),
+    (f"{T}.RegexRouter", regex_router.RegexRouter, PluginType.TRANSFORMATION),
+    (f"{T}.Filter", filter.Filter, PluginType.TRANSFORMATION),
+    (f"{T}.InsertField$Key", insert_field.InsertFieldKey, PluginType.TRANSFORMATION),
+    (f"{T}.InsertField$Value", insert_field.InsertFieldValue, PluginType.TRANSFORMATION),
+    (f"{T}.ExtractField$Key", extract_field.ExtractFieldKey, PluginType.TRANSFORMATION),
+    (f"{T}.ExtractField$Value", extract_field.ExtractFieldValue, PluginType.TRANSFORMATION),
+    (f"{T}.HoistField$Key", hoist_field.HoistFieldKey, PluginType.TRANSFORMATION),
+    (f"{T}.HoistField$Value", hoist_field.HoistFieldValue, PluginType.TRANSFORMATION),
+    (f"{T}.ReplaceField$Key", replace_field.ReplaceFieldKey, PluginType.TRANSFORMATION),
+    (f"{T}.ReplaceField$Value", replace_field.ReplaceFieldValue, PluginType.TRANSFORMATION),
     (f"{T}.predicates.TopicNameMatches", predicates.TopicNameMatches, PluginType.PREDICATE),
     (f"{T}.predicates.HasHeaderKey", predicates.HasHeaderKey, PluginType.PREDICATE),
     (f"{T}.predicates.RecordIsTombstone", predicates.RecordIsTombstone, PluginType.PREDICATE),
@@ -59,8 +68,8 @@ ALIASES = [
     ("JsonConverter", JsonConverter), ("Json", JsonConverter),
     ("StringConverter", StringConverter), ("String", StringConverter),
     ("ByteArrayConverter", ByteArrayConverter), ("ByteArray", ByteArrayConverter),
-    ("RegexRouter", transforms.RegexRouter), ("Filter", transforms.Filter),
-    ("InsertFieldValue", transforms.InsertFieldValue),
+    ("RegexRouter", regex_router.RegexRouter), ("Filter", filter.Filter),
+    ("InsertFieldValue", insert_field.InsertFieldValue),
     ("TopicNameMatches", predicates.TopicNameMatches),
     ("HasHeaderKey", predicates.HasHeaderKey),
     ("RecordIsTombstone", predicates.RecordIsTombstone),
@@ -100,9 +109,9 @@ def test_ambiguous_simple_names_do_not_resolve(registry: PluginRegistry, name: s
 
 
 def test_python_paths_resolve_to_the_registered_plugin(registry: PluginRegistry) -> None:
-    dotted = registry.resolve("worker.connectors.file_stream.FileStreamSourceConnector",
+    dotted = registry.resolve("worker.builtin.connectors.file_stream.FileStreamSourceConnector",
                               PluginType.SOURCE)
-    colon = registry.resolve("worker.connectors.converters:StringConverter",
+    colon = registry.resolve("worker.builtin.converters.string_bytes:StringConverter",
                              PluginType.CONVERTER)
     assert dotted.class_name == "org.apache.kafka.connect.file.FileStreamSourceConnector"
     assert colon.class_name == "org.apache.kafka.connect.storage.StringConverter"

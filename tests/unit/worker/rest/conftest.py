@@ -24,7 +24,7 @@ from worker.errors import (
     ForbiddenError,
     NotFoundError,
 )
-from worker.herder import offsets as herder_offsets
+from worker.herder import offset_requests as herder_offsets
 from worker.herder.base import Herder, TargetState, TaskId
 from worker.herder.models import (
     AbstractState,
@@ -260,7 +260,7 @@ class FakeHerder(Herder):
 
 
     # --- KIP-875 offsets: kept per connector; only STOPPED connectors may change them ----
-    # Validation and messages are the real ones (worker.herder.offsets).
+    # Validation and messages are the real ones (worker.herder.offset_requests).
 
     def connector_offsets(self, name: str) -> ConnectorOffsets:
         self._require(name)

@@ -9,10 +9,10 @@ from fastapi.testclient import TestClient
 
 from worker.errors import (
     ConflictError,
-    ConnectError,
     ForbiddenError,
     NotLeaderError,
     StorageError,
+    WorkerError,
 )
 from worker.rest.app import TITLE
 
@@ -49,10 +49,10 @@ def test_wrong_method_is_405(client: TestClient) -> None:
     (ConflictError("Cannot complete request because of a conflicting operation"), 409),
     (ForbiddenError("Topic tracking is disabled."), 403),
     (StorageError("database is locked"), 500),
-    (ConnectError("Request timed out"), 500),
+    (WorkerError("Request timed out"), 500),
 ])
 def test_domain_errors_map_to_their_status(client: TestClient, herder, monkeypatch,
-                                           error: ConnectError, status: int) -> None:
+                                           error: WorkerError, status: int) -> None:
     def fail() -> list[str]:
         raise error
 

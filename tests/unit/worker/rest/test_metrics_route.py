@@ -16,8 +16,8 @@ from starlette.types import Receive, Scope, Send
 from tests.unit.worker.rest.conftest import FakeHerder
 from worker.rest.app import LISTENER_ROLE_KEY, ListenerRole, create_app
 from worker.rest.routes.metrics import CONTENT_TYPE, DISABLED
-from worker.runtime.metrics_collector import ConnectMetricsCollector
-from worker.runtime.worker_metrics import WorkerMetrics
+from worker.runtime.metrics.collector import ConnectMetricsCollector
+from worker.runtime.metrics.worker import WorkerMetrics
 
 
 def registry() -> CollectorRegistry:

@@ -22,8 +22,8 @@ from worker.api.rest_extension import (
     Send,
     is_internal_request,
 )
+from worker.builtin.rest_extensions.basic_auth import BasicAuthSecurityRestExtension
 from worker.config.worker_config import StandaloneConfig
-from worker.connectors.basic_auth import BasicAuthSecurityRestExtension
 from worker.errors import ConfigError
 from worker.plugins.registry import (
     CONNECTOR_CONFIG_TYPES,
@@ -146,8 +146,8 @@ def test_the_basic_auth_extension_resolves_by_java_name_alias_and_python_path() 
     assert desc.plugin_class is BasicAuthSecurityRestExtension
     assert desc.type is PluginType.REST_EXTENSION and desc.type.value == "rest_extension"
     for name in ("BasicAuthSecurityRestExtension",
-                 "worker.connectors.basic_auth.BasicAuthSecurityRestExtension",
-                 "worker.connectors.basic_auth:BasicAuthSecurityRestExtension"):
+                 "worker.builtin.rest_extensions.basic_auth.BasicAuthSecurityRestExtension",
+                 "worker.builtin.rest_extensions.basic_auth:BasicAuthSecurityRestExtension"):
         assert registry.resolve(name, PluginType.REST_EXTENSION) is desc
     assert PluginType.REST_EXTENSION.interface_name == "ConnectRestExtension"
 

@@ -14,16 +14,16 @@ from fastapi.testclient import TestClient
 
 from tests.unit.worker.rest.conftest import FakeHerder
 from worker.api import ConfigException
-from worker.config.worker_config import StandaloneConfig
-from worker.connectors.basic_auth import (
+from worker.builtin.rest_extensions.basic_auth import (
     BasicAuthSecurityRestExtension,
     parse_basic,
 )
-from worker.connectors.basic_auth_credentials import (
+from worker.builtin.rest_extensions.basic_auth_credentials import (
     Credentials,
     CredentialsError,
     credentials_path_from_jaas,
 )
+from worker.config.worker_config import StandaloneConfig
 from worker.plugins.registry import builtin_registry
 from worker.rest.app import create_app
 from worker.rest.security.extensions import rest_security

@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from worker.errors import ConfigError, ConnectError
+from worker.errors import ConfigError, WorkerError
 from worker.rest.app import create_app
 from worker.rest.server import Listener, RestServer, parse_listeners
 
@@ -82,10 +82,10 @@ def test_port_in_use_fails_start_naming_the_listener(herder) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         server = RestServer(create_app(herder), [f"http://127.0.0.1:{port}"])
-        with pytest.raises(ConnectError,
+        with pytest.raises(WorkerError,
                            match=f"Unable to bind REST listener http://127.0.0.1:{port}"):
             server.start()
-        with pytest.raises(ConnectError, match="not been started"):
+        with pytest.raises(WorkerError, match="not been started"):
             _ = server.url
 
 

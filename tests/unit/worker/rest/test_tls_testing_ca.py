@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from worker.rest.tls_stores import install_key_pair, trust
+from worker.rest.tls.stores import install_key_pair, trust
 from worker.testing.tls import Issued, TestCA, client_context, fingerprint, served_fingerprint
 
 

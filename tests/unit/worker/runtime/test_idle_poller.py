@@ -14,7 +14,7 @@ import pytest
 from tests.support import wait_until
 from tests.support.messages import consumed
 from worker.api import SinkRecord, SinkTask
-from worker.connectors.converters import StringConverter
+from worker.builtin.converters.string_bytes import StringConverter
 from worker.runtime import idle_poller
 from worker.runtime import sink_task as sink_task_module
 from worker.runtime.chain import TransformationChain

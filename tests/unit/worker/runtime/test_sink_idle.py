@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.support import wait_until
 from worker.api import SinkRecord, SinkTask
-from worker.connectors.converters import StringConverter
+from worker.builtin.converters.string_bytes import StringConverter
 from worker.runtime.chain import TransformationChain
 from worker.runtime.sink_task import WorkerSinkTask
 from worker.storage.base import State, TargetState, TaskId

@@ -21,7 +21,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from worker.api.connector import TopicPartition
 from worker.config.worker_config import WorkerConfig
-from worker.errors import ConnectError
+from worker.errors import WorkerError
 from worker.runtime.sink_offsets import SinkGroupOffsets, open_sink_offsets
 
 GROUP = "connect-sink"
@@ -143,12 +143,12 @@ def test_writes_are_refused_while_the_group_has_members(admin: FakeAdmin,
                                                         members: list[Any]) -> None:
     admin.committed = {("t", 0): 5}
     admin.state, admin.members = state, members
-    with pytest.raises(ConnectError, match="Failed to reset consumer group offsets for "
+    with pytest.raises(WorkerError, match="Failed to reset consumer group offsets for "
                                            "connector sink either because its tasks haven't "
                                            "stopped completely yet") as info:
         group.reset()
     assert "zombie sink tasks" in str(info.value)
-    with pytest.raises(ConnectError, match="Failed to alter consumer group offsets"):
+    with pytest.raises(WorkerError, match="Failed to alter consumer group offsets"):
         group.alter({TP0: 1})
     assert admin.committed == {("t", 0): 5}
     assert "delete" not in admin.calls and "alter" not in admin.calls
@@ -157,14 +157,14 @@ def test_writes_are_refused_while_the_group_has_members(admin: FakeAdmin,
 def test_a_member_error_from_the_broker_is_the_zombie_error(admin: FakeAdmin,
                                                              group: SinkGroupOffsets) -> None:
     admin.fail_alter = KafkaError(KafkaError.UNKNOWN_MEMBER_ID)
-    with pytest.raises(ConnectError, match="zombie sink tasks"):
+    with pytest.raises(WorkerError, match="zombie sink tasks"):
         group.alter({TP0: 1})
 
 
 def test_other_broker_errors_become_connect_errors(admin: FakeAdmin,
                                                    group: SinkGroupOffsets) -> None:
     admin.fail_alter = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
-    with pytest.raises(ConnectError, match="Failed to alter consumer group offsets for "
+    with pytest.raises(WorkerError, match="Failed to alter consumer group offsets for "
                                            "connector sink: t-0"):
         group.alter({TP0: 1})
 
@@ -173,7 +173,7 @@ def test_a_failed_recommit_names_the_offsets_to_restore(admin: FakeAdmin,
                                                         group: SinkGroupOffsets) -> None:
     admin.committed = {("t", 0): 5, ("t", 1): 6}
     admin.fail_alter = KafkaError(KafkaError.COORDINATOR_NOT_AVAILABLE)
-    with pytest.raises(ConnectError, match="they were t-1: 6"):
+    with pytest.raises(WorkerError, match="they were t-1: 6"):
         group.alter({TP0: None})
 
 
@@ -189,14 +189,14 @@ def test_a_lost_connection_is_retried_once_with_a_new_client(admin: FakeAdmin) -
     group.alter({TP0: 1})
     assert group.offsets() == {TP0: 1} and len(clients) == 1
     admin.lost_connections = 2
-    with pytest.raises(ConnectError, match="Broker transport failure|Local: Broker"):
+    with pytest.raises(WorkerError, match="Broker transport failure|Local: Broker"):
         group.alter({TP0: 2})
     assert group.offsets() == {TP0: 1}
 
 
 def test_an_operation_is_bounded_as_a_whole(admin: FakeAdmin) -> None:
     group = SinkGroupOffsets(admin, "sink", GROUP, timeout_s=1.0, operation_timeout_s=0.0)
-    with pytest.raises(ConnectError, match="timed out"):
+    with pytest.raises(WorkerError, match="timed out"):
         group.reset()
     assert admin.calls == []
 
@@ -205,14 +205,14 @@ def test_kafka_exceptions_and_timeouts_are_translated(group: SinkGroupOffsets,
                                                       admin: FakeAdmin) -> None:
     admin.list_consumer_group_offsets = lambda *a, **k: {  # type: ignore[method-assign]
         GROUP: done(error=kafka_error(KafkaError._TRANSPORT))}
-    with pytest.raises(ConnectError, match="Failed to retrieve consumer group offsets for "
+    with pytest.raises(WorkerError, match="Failed to retrieve consumer group offsets for "
                                            "sink connector sink") as info:
         group.offsets()
     assert isinstance(info.value.__cause__, KafkaException)
     admin.list_consumer_group_offsets = lambda *a, **k: {  # type: ignore[method-assign]
         GROUP: Future()}
     group.timeout_s = 0.05
-    with pytest.raises(ConnectError, match="timed out"):
+    with pytest.raises(WorkerError, match="timed out"):
         group.offsets()
 
 

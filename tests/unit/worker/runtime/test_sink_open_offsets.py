@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from worker.api import SinkRecord, SinkTask, TopicPartition
-from worker.connectors.converters import StringConverter
+from worker.builtin.converters.string_bytes import StringConverter
 from worker.runtime.chain import TransformationChain
 from worker.runtime.sink_task import WorkerSinkTask
 from worker.storage.base import State, TargetState, TaskId

@@ -15,11 +15,11 @@ from confluent_kafka import KafkaError, KafkaException, Message
 
 from worker.api import SourceRecord, SourceTask
 from worker.api.exceptions import ConnectException
+from worker.builtin.converters.string_bytes import StringConverter
+from worker.clients import factories as kafka_clients
 from worker.config.worker_config import WorkerConfig
-from worker.connectors.converters import StringConverter
-from worker.runtime import kafka_clients
 from worker.runtime.chain import TransformationChain
-from worker.runtime.error_handling import ErrorHandlingConfig
+from worker.runtime.errors.handling import ErrorHandlingConfig
 from worker.runtime.source_task import WorkerSourceTask
 from worker.storage.base import State, TargetState, TaskId
 from worker.storage.memory import MemoryOffsetBackingStore

@@ -1,4 +1,4 @@
-"""worker.runtime.offsets.SubmittedRecords: offsets become committable only once their batch
+"""worker.runtime.source_offsets.SubmittedRecords: offsets become committable only once their batch
 and every earlier batch of the same source partition were acknowledged."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from worker.api.records import SourceRecord
 from worker.api.task import partition_key
-from worker.runtime.offsets import OffsetItem, SubmittedBatch, SubmittedRecords
+from worker.runtime.source_offsets import OffsetItem, SubmittedBatch, SubmittedRecords
 
 P1 = {"filename": "a.txt"}
 P2 = {"filename": "b.txt"}

@@ -26,11 +26,12 @@ from worker.api import (
 from worker.api.connector import TopicPartition
 from worker.api.data import STRING_SCHEMA
 from worker.api.exceptions import ConnectException
-from worker.connectors.converters import ByteArrayConverter, JsonConverter, StringConverter
-from worker.connectors.header_converter import SimpleHeaderConverter
+from worker.api.header_converter import SimpleHeaderConverter
+from worker.builtin.converters.json_converter import JsonConverter
+from worker.builtin.converters.string_bytes import ByteArrayConverter, StringConverter
 from worker.runtime.chain import TransformationChain
-from worker.runtime.error_handling import ErrorHandlingConfig
-from worker.runtime.sink_errors import build_record
+from worker.runtime.errors.handling import ErrorHandlingConfig
+from worker.runtime.errors.sink import build_record
 from worker.runtime.sink_task import WorkerSinkTask
 from worker.runtime.source_task import WorkerSourceTask
 from worker.storage.base import State, TargetState, TaskId

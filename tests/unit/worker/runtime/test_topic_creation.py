@@ -13,8 +13,8 @@ from confluent_kafka import KafkaError, KafkaException
 
 from worker.api import SourceRecord, SourceTask
 from worker.api.exceptions import ConfigException, ConnectException
+from worker.builtin.converters.string_bytes import StringConverter
 from worker.config.worker_config import WorkerConfig
-from worker.connectors.converters import StringConverter
 from worker.plugins.registry import builtin_registry
 from worker.runtime import connector_config as cc
 from worker.runtime import topic_creation as tc

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Mapping
 
 from worker.api.task import Task
-from worker.connectors.converters import StringConverter
+from worker.builtin.converters.string_bytes import StringConverter
 from worker.runtime.chain import TransformationChain
 from worker.runtime.source_task import WorkerSourceTask
 from worker.runtime.worker_task import WorkerTask

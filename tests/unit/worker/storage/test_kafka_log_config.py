@@ -1,5 +1,5 @@
 """worker.storage.kafka.log: the internal topics' consumer starts from the worker's reader
-defaults (worker.util.consumer_defaults), which the worker's consumer settings override."""
+defaults (worker.clients.consumer_defaults), which the worker's consumer settings override."""
 
 from __future__ import annotations
 
