@@ -21,8 +21,8 @@ from airflow_provider.exceptions import (
 )
 from airflow_provider.hooks.admin_results import WorkerReport
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
+from airflow_provider.hooks.tls import describe_certificate, https_address
 from airflow_provider.keystores import keystore_certificate, resolve_locally
-from airflow_provider.tls import describe_certificate, https_address
 
 LISTENERS = ("listeners", "admin.listeners")
 #: The convenience arguments of the operator and the settings they stand for.

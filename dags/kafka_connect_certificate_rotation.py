@@ -84,7 +84,7 @@ with DAG(
         """The certificate every worker serves now (by handshake), and whether to rotate."""
         from airflow_provider import rotation
         from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-        from airflow_provider.tls import TlsClientOptions, served_certificate
+        from airflow_provider.hooks.tls import TlsClientOptions, served_certificate
 
         assert params is not None
         with KafkaConnectHook() as hook:
@@ -152,7 +152,7 @@ with DAG(
     def verify(inspection: dict[str, Any], keystore: dict[str, Any]) -> dict[str, Any]:
         """Every worker serves the new certificate: before and after, by handshake."""
         from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-        from airflow_provider.tls import TlsClientOptions, served_certificate
+        from airflow_provider.hooks.tls import TlsClientOptions, served_certificate
 
         options = TlsClientOptions.from_settings(KafkaConnectHook().settings)
         after = {url: served_certificate(url, options) for url in inspection["workers"]}

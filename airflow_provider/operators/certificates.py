@@ -26,7 +26,7 @@ from airflow_provider.exceptions import (
     KafkaConnectError,
 )
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-from airflow_provider.tls import (
+from airflow_provider.hooks.tls import (
     DEFAULT_HANDSHAKE_TIMEOUT_S,
     ServedCertificate,
     TlsClientOptions,

@@ -11,8 +11,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context, conf
 
-from airflow_provider import plugin_path as cli
 from airflow_provider.exceptions import KafkaConnectError, PluginsNotListedError
+from airflow_provider.hooks import plugin_path as cli
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.plugin_manifests import ManifestSync, PluginListing
 from airflow_provider.triggers.plugins import ConnectorPluginsTrigger

@@ -112,7 +112,7 @@ class FakeCluster:
                                                    "timestamp": None}}})
 
     def served(self) -> set[str]:
-        from airflow_provider.tls import TlsClientOptions, served_certificate
+        from airflow_provider.hooks.tls import TlsClientOptions, served_certificate
 
         options = TlsClientOptions(ca_bundle=str(self.ca.cert_path))
         return {served_certificate(s.url, options).sha256 for s in self.servers}
