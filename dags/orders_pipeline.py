@@ -39,8 +39,8 @@ from typing import Any, cast
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
 
-from airflow_provider.assets import topic_asset
 from airflow_provider.sensors.connector_state import KafkaConnectConnectorStateSensor
+from airflow_provider.utils.assets import topic_asset
 
 BOOTSTRAP = os.environ.get("CONNECT_PLANE_KAFKA_BOOTSTRAP", "localhost:9092")
 TOPIC = os.environ.get("CONNECT_PLANE_ORDERS_TOPIC", "orders")

@@ -13,14 +13,14 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context, conf
 from airflow.triggers.base import BaseTrigger
 
-from airflow_provider.assets import TopicAssetsMixin
-from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
-from airflow_provider.events import connector_failed
 from airflow_provider.exceptions import WAIT_OUT_ERRORS, StateTimeoutError
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.hooks.results import ConnectorStatus
 from airflow_provider.hooks.status_topic import check_status_topic
-from airflow_provider.links import ConnectorStatusLink
+from airflow_provider.utils.assets import TopicAssetsMixin
+from airflow_provider.utils.connector_state import Verdict, check_target_state, evaluate_rest_status
+from airflow_provider.utils.events import connector_failed
+from airflow_provider.utils.links import ConnectorStatusLink
 
 DEFAULT_STATE_TIMEOUT_S = 300.0
 DEFAULT_POLL_INTERVAL_S = 1.0
@@ -73,7 +73,7 @@ class KafkaConnectBaseOperator(TopicAssetsMixin, BaseOperator):
     :param connector: the connector's name (templated).
     :param kafka_connect_conn_id: the ``kafka_connect`` Airflow connection.
     :param emit_topic_assets: subclasses that learn the connector's topics emit one Asset
-        event per topic (see :mod:`airflow_provider.assets`) through an alias added to
+        event per topic (see :mod:`airflow_provider.utils.assets`) through an alias added to
         ``outlets``.
     :param deferrable: wait for connector states in the triggerer, freeing the worker slot
         (default: Airflow's ``[operators] default_deferrable``). The wait follows the

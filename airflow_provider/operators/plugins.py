@@ -14,8 +14,8 @@ from airflow.sdk import BaseOperator, Context, conf
 from airflow_provider.exceptions import KafkaConnectError, PluginsNotListedError
 from airflow_provider.hooks import plugin_path as cli
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-from airflow_provider.plugin_manifests import ManifestSync, PluginListing
 from airflow_provider.triggers.plugins import ConnectorPluginsTrigger
+from airflow_provider.utils.plugin_manifests import ManifestSync, PluginListing
 
 MODES = ("list", "dry_run", "sync")
 PLAN_XCOM_KEY = "plan"

@@ -9,13 +9,13 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, conf
 
-from airflow_provider.assets import TopicAssetsMixin
-from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
-from airflow_provider.events import ConnectorStateEventMixin, connector_failed
 from airflow_provider.exceptions import WAIT_OUT_ERRORS
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-from airflow_provider.links import ConnectorStatusLink
 from airflow_provider.triggers.connector_state import ConnectorStateTrigger, status_event
+from airflow_provider.utils.assets import TopicAssetsMixin
+from airflow_provider.utils.connector_state import Verdict, check_target_state, evaluate_rest_status
+from airflow_provider.utils.events import ConnectorStateEventMixin, connector_failed
+from airflow_provider.utils.links import ConnectorStatusLink
 
 
 class KafkaConnectConnectorStateSensor(ConnectorStateEventMixin, TopicAssetsMixin,

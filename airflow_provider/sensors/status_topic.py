@@ -9,14 +9,14 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue, conf
 
-from airflow_provider.assets import TopicAssetsMixin
-from airflow_provider.connector_state import Verdict, check_target_state
-from airflow_provider.events import ConnectorStateEventMixin, connector_failed
 from airflow_provider.exceptions import KafkaConnectError, KafkaConnectTransportError
 from airflow_provider.hooks.status_topic import StatusTopicReader
-from airflow_provider.links import ConnectorStatusLink
-from airflow_provider.status_records import event_payload
 from airflow_provider.triggers.status_topic import StatusTopicTrigger
+from airflow_provider.utils.assets import TopicAssetsMixin
+from airflow_provider.utils.connector_state import Verdict, check_target_state
+from airflow_provider.utils.events import ConnectorStateEventMixin, connector_failed
+from airflow_provider.utils.links import ConnectorStatusLink
+from airflow_provider.utils.status_records import event_payload
 
 
 class KafkaConnectStatusTopicSensor(ConnectorStateEventMixin, TopicAssetsMixin,

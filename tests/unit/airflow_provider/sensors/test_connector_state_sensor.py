@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from airflow_provider.events import ConnectorStateEventMixin
 from airflow_provider.exceptions import (
     WAIT_OUT_ERRORS,
     ConnectorFailedError,
@@ -20,6 +19,7 @@ from airflow_provider.exceptions import (
 from airflow_provider.hooks.results import ConnectorStatus
 from airflow_provider.sensors.connector_state import KafkaConnectConnectorStateSensor
 from airflow_provider.sensors.status_topic import KafkaConnectStatusTopicSensor
+from airflow_provider.utils.events import ConnectorStateEventMixin
 from tests.unit.airflow_provider._fakes import FakeTI
 
 
