@@ -18,7 +18,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context, conf
 from airflow.sdk.log import mask_secret
 
-from airflow_provider import rotation
+from airflow_provider.certificates import rotation
 from airflow_provider.exceptions import (
     CertificateNotServedError,
     InvalidWorkerConfigError,
