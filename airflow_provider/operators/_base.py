@@ -10,7 +10,7 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context, conf
+from airflow.sdk import BaseOperator, Context
 from airflow.triggers.base import BaseTrigger
 
 from airflow_provider.exceptions import WAIT_OUT_ERRORS, StateTimeoutError
@@ -19,6 +19,7 @@ from airflow_provider.hooks.results import ConnectorStatus
 from airflow_provider.hooks.status_topic import check_status_topic
 from airflow_provider.utils.assets import TopicAssetsMixin
 from airflow_provider.utils.connector_state import Verdict, check_target_state, evaluate_rest_status
+from airflow_provider.utils.deferrable import default_deferrable
 from airflow_provider.utils.events import connector_failed
 from airflow_provider.utils.links import ConnectorStatusLink
 
@@ -27,11 +28,6 @@ DEFAULT_POLL_INTERVAL_S = 1.0
 #: Airflow's own deferral timeout is the trigger's plus this: the trigger reports its
 #: timeout first, with what it last saw; Airflow's ends a wait whose triggerer is gone.
 DEFERRAL_GRACE_S = 60.0
-
-
-def default_deferrable() -> bool:
-    """Airflow's ``[operators] default_deferrable``, as first-party providers read it."""
-    return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
 def wait_for_state(hook: KafkaConnectHook, connector: str, target_state: str, *,

@@ -59,6 +59,19 @@ def test_both_sensors_resume_with_the_one_shared_implementation() -> None:
         assert cls.execute_complete is ConnectorStateEventMixin.execute_complete
 
 
+@pytest.mark.parametrize("cls", [KafkaConnectConnectorStateSensor, KafkaConnectStatusTopicSensor])
+def test_both_sensors_read_default_deferrable_when_constructed(
+        cls: type[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``[operators] default_deferrable`` is read by the constructor, as the operators read
+    it, not when the module was imported: a change after import is followed; an explicit
+    ``deferrable`` wins."""
+    for setting in ("True", "False"):
+        monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", setting)
+        assert cls(task_id="wait", connector="c").deferrable is (setting == "True")
+        assert cls(task_id="wait", connector="c", deferrable=setting != "True").deferrable \
+            is (setting != "True")
+
+
 @pytest.mark.parametrize("error", [NotFoundError(404, "not yet"), RebalanceInProgressError(
     409, "rebalancing"), KafkaConnectTransportError("refused")])
 def test_poke_waits_out_what_passes(error: Exception) -> None:
