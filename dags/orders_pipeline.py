@@ -91,7 +91,7 @@ with DAG(
     @task
     def plan_offsets(run_id: str | None = None) -> dict[str, str]:
         """The exact range this run reads, recorded before Spark runs."""
-        from airflow_provider.spark.offsets import next_ranges, ranges_to_json
+        from spark_kafka_source.offsets import next_ranges, ranges_to_json
 
         ledger = Path(OUTPUT_ROOT) / "ranges"
         ledger.mkdir(parents=True, exist_ok=True)
