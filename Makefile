@@ -10,7 +10,7 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-LINT_PATHS := worker airflow_provider dags tests
+LINT_PATHS := worker airflow_provider spark_kafka_source dags tests
 PYTEST_ARGS ?=
 # Two pytest processes (pytest-xdist): most tests wait on brokers, workers and Airflow
 # rather than compute; tests/conftest.py groups them so module-scoped workers start once
@@ -47,8 +47,9 @@ bench: venv  ## run every tests/bench/bench_*.py script (prints and saves figure
 
 # The bottom of pyproject.toml's ranges: a fresh virtualenv in a temporary directory with
 # every direct dependency at its lower bound (the oldest supported Airflow among them) and
-# the project's wheel, then the provider's and the worker's unit tests against it
-# (tests/lower_bound/run.py; PYTEST_WORKERS and PYTEST_ARGS as for `make test`).
+# the project's wheel, then the provider's, the Spark data source's and the worker's unit
+# tests against it (tests/lower_bound/run.py; PYTEST_WORKERS and PYTEST_ARGS as for
+# `make test`).
 # Downloads are cached in pip's own cache (~/.cache/pip, or PIP_CACHE_DIR), outside git.
 lower-bound: venv  ## prove the declared lower bounds (oldest Airflow 3 + oldest deps)
 	$(BIN)/python tests/lower_bound/run.py --python $(PYTHON) -- \
@@ -57,7 +58,7 @@ lower-bound: venv  ## prove the declared lower bounds (oldest Airflow 3 + oldest
 lint: venv  ## ruff
 	$(BIN)/ruff check $(LINT_PATHS)
 
-typecheck: venv  ## mypy over worker/, airflow_provider/ and dags/ (settings in pyproject.toml)
+typecheck: venv  ## mypy over worker/, airflow_provider/, spark_kafka_source/ and dags/ (settings in pyproject.toml)
 	$(BIN)/mypy
 
 # Regenerate constraints.txt from a fresh resolution of pyproject.toml: install without

@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from airflow.sdk import DAG, Param, task
 
-from airflow_provider.keystores import KEY_TYPES, PLACEHOLDER_KINDS
+from airflow_provider.certificates.keystores import KEY_TYPES, PLACEHOLDER_KINDS
 from airflow_provider.operators.certificates import KafkaConnectRotateCertificateOperator
 
 TLS_DIR = os.environ.get("CONNECT_PLANE_TLS_DIR", "/etc/connect-plane/tls")
@@ -82,9 +82,9 @@ with DAG(
     @task
     def read_served_certificate(params: dict[str, Any] | None = None) -> dict[str, Any]:
         """The certificate every worker serves now (by handshake), and whether to rotate."""
-        from airflow_provider import rotation
+        from airflow_provider.certificates import rotation
         from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-        from airflow_provider.tls import TlsClientOptions, served_certificate
+        from airflow_provider.hooks.tls import TlsClientOptions, served_certificate
 
         assert params is not None
         with KafkaConnectHook() as hook:
@@ -122,7 +122,7 @@ with DAG(
     def create_keystore(inspection: dict[str, Any],
                         params: dict[str, Any] | None = None) -> dict[str, Any]:
         """A new PKCS12 keystore signed by the CA, its password in a file of its own."""
-        from airflow_provider.keystores import issue_keystore
+        from airflow_provider.certificates.keystores import issue_keystore
 
         assert params is not None
         issued = issue_keystore(
@@ -152,7 +152,7 @@ with DAG(
     def verify(inspection: dict[str, Any], keystore: dict[str, Any]) -> dict[str, Any]:
         """Every worker serves the new certificate: before and after, by handshake."""
         from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-        from airflow_provider.tls import TlsClientOptions, served_certificate
+        from airflow_provider.hooks.tls import TlsClientOptions, served_certificate
 
         options = TlsClientOptions.from_settings(KafkaConnectHook().settings)
         after = {url: served_certificate(url, options) for url in inspection["workers"]}

@@ -100,7 +100,7 @@ with DAG(
     def check_workers(synced: dict[str, Any]) -> dict[str, Any]:
         """Every worker lists every synced plugin: ``{url: {class: version}}``."""
         from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-        from airflow_provider.plugin_manifests import ManifestSync
+        from airflow_provider.utils.plugin_manifests import ManifestSync
 
         wanted = ManifestSync.from_json(synced).classes_workers_list()
         report: dict[str, dict[str, str | None]] = {}

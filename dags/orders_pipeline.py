@@ -39,8 +39,8 @@ from typing import Any, cast
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
 
-from airflow_provider.assets import topic_asset
 from airflow_provider.sensors.connector_state import KafkaConnectConnectorStateSensor
+from airflow_provider.utils.assets import topic_asset
 
 BOOTSTRAP = os.environ.get("CONNECT_PLANE_KAFKA_BOOTSTRAP", "localhost:9092")
 TOPIC = os.environ.get("CONNECT_PLANE_ORDERS_TOPIC", "orders")
@@ -91,7 +91,7 @@ with DAG(
     @task
     def plan_offsets(run_id: str | None = None) -> dict[str, str]:
         """The exact range this run reads, recorded before Spark runs."""
-        from airflow_provider.spark.offsets import next_ranges, ranges_to_json
+        from spark_kafka_source.offsets import next_ranges, ranges_to_json
 
         ledger = Path(OUTPUT_ROOT) / "ranges"
         ledger.mkdir(parents=True, exist_ok=True)

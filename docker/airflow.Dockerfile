@@ -35,6 +35,7 @@ WORKDIR /opt/connect-plane
 COPY --chown=airflow:root pyproject.toml constraints.txt README.md ./
 COPY --chown=airflow:root worker/ ./worker/
 COPY --chown=airflow:root airflow_provider/ ./airflow_provider/
+COPY --chown=airflow:root spark_kafka_source/ ./spark_kafka_source/
 RUN pip freeze --all | grep -E '^[A-Za-z0-9._-]+==' > /tmp/image.txt \
     && awk -F'==' 'function norm(n) { n = tolower(n); gsub(/[-_.]+/, "-", n); return n } \
          NR == FNR { have[norm($1)] = 1; next } \

@@ -8,7 +8,7 @@
 # Why not apache/spark: the Airflow container is the Spark driver (client mode) and runs
 # PySpark 4.2 on Python 3.11 (constraints.txt). Executors must run the same Spark version
 # and the same Python minor version (PySpark refuses a mismatch), and their Python workers
-# import pyarrow, confluent-kafka and airflow_provider.spark (the Kafka data source). The
+# import pyarrow, confluent-kafka and spark_kafka_source (the Kafka data source). The
 # official apache/spark images ship Ubuntu's Python 3.10 and none of those packages, so this
 # image runs Spark from the pinned pyspark wheel (it bundles the jars and bin/spark-class).
 #
@@ -39,6 +39,7 @@ WORKDIR /opt/connect-plane
 COPY pyproject.toml constraints.txt README.md ./
 COPY worker/ ./worker/
 COPY airflow_provider/ ./airflow_provider/
+COPY spark_kafka_source/ ./spark_kafka_source/
 RUN pip install -c constraints.txt . pyspark pyarrow pandas \
     && pip check \
     && rm -rf build ./*.egg-info

@@ -205,7 +205,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.name in CPU_HEAVY_MODULES:
             group = "cpu-heavy"
-        elif "spark" in item.path.parent.parts:
+        elif {"spark", "spark_kafka_source"} & set(item.path.parent.parts):
             group = "spark"
         else:
             group = str(item.path)

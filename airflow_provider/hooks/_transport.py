@@ -33,7 +33,7 @@ from airflow_provider.exceptions import (
 from airflow_provider.hooks._request import ApiRequest
 from airflow_provider.hooks.connection import ConnectionSettings
 from airflow_provider.hooks.credential_scope import CredentialScope
-from airflow_provider.tls import TlsClientOptions, client_context
+from airflow_provider.hooks.tls import TlsClientOptions, client_context
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider.exceptions import MalformedResponseError
-from airflow_provider.hooks._answers import (
+from airflow_provider.utils.answers import (
     ConnectAnswer,
     check_bool,
     check_config,

@@ -36,14 +36,11 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httpx
 
 from airflow_provider.exceptions import KafkaConnectConfigError, UntrustedWorkerUrlError
-
-if TYPE_CHECKING:  # connection.py imports this module to check its extra
-    from airflow_provider.hooks.connection import ConnectionSettings
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +151,18 @@ def parse_allowed_worker_urls(value: Any) -> tuple[str, ...]:
     return entries
 
 
+class ScopedSettings(Protocol):
+    """What :meth:`CredentialScope.of` reads of a connection's settings
+    (:class:`airflow_provider.hooks.connection.ConnectionSettings`, which imports this module
+    to check its extra: a protocol here, so the two form no import cycle)."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def allowed_worker_urls(self) -> tuple[str, ...]: ...
+
+
 class CredentialScope:
     """Which absolute URLs a hook's requests (and the credentials they carry) may go to.
 
@@ -172,7 +181,7 @@ class CredentialScope:
         self._warned: set[Origin] = set()
 
     @classmethod
-    def of(cls, settings: ConnectionSettings, trusted: Iterable[str] = (),
+    def of(cls, settings: ScopedSettings, trusted: Iterable[str] = (),
            allow_any: bool = False) -> CredentialScope:
         """The scope of a connection's settings, with ``trusted`` URLs and ``allow_any``
         as the hook was given them."""

@@ -16,18 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider.connector_state import TaskState
 from airflow_provider.exceptions import MalformedResponseError
-from airflow_provider.hooks._answers import (
-    ConnectAnswer,
-    check_config,
-    check_int,
-    check_list,
-    check_object,
-    check_opt_str,
-    check_str,
-    present,
-)
 
 # The answers of connect-plane's /admin/ extensions live in their own module and are
 # importable from here too.
@@ -40,6 +29,17 @@ from airflow_provider.hooks.admin_results import LastValidation as LastValidatio
 from airflow_provider.hooks.admin_results import WorkerConfigOverrides as WorkerConfigOverrides
 from airflow_provider.hooks.admin_results import WorkerListener as WorkerListener
 from airflow_provider.hooks.admin_results import WorkerReport as WorkerReport
+from airflow_provider.utils.answers import (
+    ConnectAnswer,
+    check_config,
+    check_int,
+    check_list,
+    check_object,
+    check_opt_str,
+    check_str,
+    present,
+)
+from airflow_provider.utils.connector_state import TaskState
 
 # --------------------------------------------------------------------------- the worker
 
@@ -159,7 +159,7 @@ class _StateAnswer(ConnectAnswer):
                 "trace": check_opt_str(data, "trace", what)}
 
     def as_state(self) -> TaskState:
-        """The state as :func:`~airflow_provider.connector_state.evaluate` takes it."""
+        """The state as :func:`~airflow_provider.utils.connector_state.evaluate` takes it."""
         return TaskState(self.state, self.trace, self.worker_id)
 
     def _fields(self) -> dict[str, Any]:
@@ -218,7 +218,7 @@ class ConnectorStatus(ConnectAnswer):
         return self.connector.state
 
     def task_states(self) -> dict[int, TaskState]:
-        """``{task id: state}``, as :func:`~airflow_provider.connector_state.evaluate`
+        """``{task id: state}``, as :func:`~airflow_provider.utils.connector_state.evaluate`
         takes them."""
         return {task.id: task.as_state() for task in self.tasks}
 

@@ -5,7 +5,7 @@ side of the ``kafka_connect`` connection, for sensors (sync) and triggers (async
 (``bootstrap_servers``, ``status_topic``, ``kafka_config``), read once, synchronously or
 without blocking the event loop, as Airflow's Kafka provider's ``KafkaConsumerHook`` does for
 ``AwaitMessageTrigger``. Its readers assign every partition from the beginning (no group
-membership, no commits) and report a view (:mod:`airflow_provider.status_records`) only
+membership, no commits) and report a view (:mod:`airflow_provider.utils.status_records`) only
 once every partition has reached its end once, so old history never passes for the current
 state.
 """
@@ -20,7 +20,6 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from airflow_provider.connector_state import Outcome, Verdict
 from airflow_provider.exceptions import (
     KafkaConnectConfigError,
     KafkaConnectError,
@@ -28,7 +27,8 @@ from airflow_provider.exceptions import (
 )
 from airflow_provider.hooks.base import KafkaConnectBaseHook
 from airflow_provider.hooks.connection import ConnectionSettings
-from airflow_provider.status_records import (
+from airflow_provider.utils.connector_state import Outcome, Verdict
+from airflow_provider.utils.status_records import (
     ConnectorStatusView,
     Malformed,
     parse_status_key,

@@ -10,28 +10,24 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context, conf
+from airflow.sdk import BaseOperator, Context
 from airflow.triggers.base import BaseTrigger
 
-from airflow_provider.assets import TopicAssetsMixin
-from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
-from airflow_provider.events import connector_failed
 from airflow_provider.exceptions import WAIT_OUT_ERRORS, StateTimeoutError
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.hooks.results import ConnectorStatus
 from airflow_provider.hooks.status_topic import check_status_topic
-from airflow_provider.links import ConnectorStatusLink
+from airflow_provider.utils.assets import TopicAssetsMixin
+from airflow_provider.utils.connector_state import Verdict, check_target_state, evaluate_rest_status
+from airflow_provider.utils.deferrable import default_deferrable
+from airflow_provider.utils.events import connector_failed
+from airflow_provider.utils.links import ConnectorStatusLink
 
 DEFAULT_STATE_TIMEOUT_S = 300.0
 DEFAULT_POLL_INTERVAL_S = 1.0
 #: Airflow's own deferral timeout is the trigger's plus this: the trigger reports its
 #: timeout first, with what it last saw; Airflow's ends a wait whose triggerer is gone.
 DEFERRAL_GRACE_S = 60.0
-
-
-def default_deferrable() -> bool:
-    """Airflow's ``[operators] default_deferrable``, as first-party providers read it."""
-    return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
 def wait_for_state(hook: KafkaConnectHook, connector: str, target_state: str, *,
@@ -73,7 +69,7 @@ class KafkaConnectBaseOperator(TopicAssetsMixin, BaseOperator):
     :param connector: the connector's name (templated).
     :param kafka_connect_conn_id: the ``kafka_connect`` Airflow connection.
     :param emit_topic_assets: subclasses that learn the connector's topics emit one Asset
-        event per topic (see :mod:`airflow_provider.assets`) through an alias added to
+        event per topic (see :mod:`airflow_provider.utils.assets`) through an alias added to
         ``outlets``.
     :param deferrable: wait for connector states in the triggerer, freeing the worker slot
         (default: Airflow's ``[operators] default_deferrable``). The wait follows the

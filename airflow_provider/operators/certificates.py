@@ -15,10 +15,10 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context, conf
+from airflow.sdk import BaseOperator, Context
 from airflow.sdk.log import mask_secret
 
-from airflow_provider import rotation
+from airflow_provider.certificates import rotation
 from airflow_provider.exceptions import (
     CertificateNotServedError,
     InvalidWorkerConfigError,
@@ -26,7 +26,7 @@ from airflow_provider.exceptions import (
     KafkaConnectError,
 )
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-from airflow_provider.tls import (
+from airflow_provider.hooks.tls import (
     DEFAULT_HANDSHAKE_TIMEOUT_S,
     ServedCertificate,
     TlsClientOptions,
@@ -34,6 +34,7 @@ from airflow_provider.tls import (
     wait_for_certificates,
 )
 from airflow_provider.triggers.certificates import ServedCertificateTrigger
+from airflow_provider.utils.deferrable import default_deferrable
 
 SNAPSHOT_XCOM_KEY = "overrides_snapshot"
 STATE_XCOM_KEY = "rotation_state"
@@ -100,8 +101,7 @@ class KafkaConnectRotateCertificateOperator(BaseOperator):
                  handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT_S,
                  kafka_connect_conn_id: str = "kafka_connect_default",
                  allow_discovered_workers: bool = False,
-                 deferrable: bool = conf.getboolean("operators", "default_deferrable",
-                                                    fallback=False),
+                 deferrable: bool | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         rotation.ssl_prefix(listener)  # fail at parse time on a bad listener
@@ -118,7 +118,7 @@ class KafkaConnectRotateCertificateOperator(BaseOperator):
         self.handshake_timeout = handshake_timeout
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.allow_discovered_workers = allow_discovered_workers
-        self.deferrable = deferrable
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
 
     @cached_property
     def hook(self) -> KafkaConnectHook:

@@ -7,7 +7,6 @@ from typing import Any
 
 from airflow.sdk import Context
 
-from airflow_provider.events import ConnectorStateEventMixin, raise_for_event
 from airflow_provider.exceptions import (
     ConnectorAlreadyExistsError,
     InvalidConnectorConfigError,
@@ -20,6 +19,7 @@ from airflow_provider.operators._base import (
     KafkaConnectBaseOperator,
     wait_for_state,
 )
+from airflow_provider.utils.events import ConnectorStateEventMixin, raise_for_event
 
 INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
 #: The create operator's result, kept in XCom while it waits deferred.

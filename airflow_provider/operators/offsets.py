@@ -13,8 +13,8 @@ from typing import Any
 from airflow.sdk import Context
 
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-from airflow_provider.offsets import validate_offsets
 from airflow_provider.operators._base import KafkaConnectBaseOperator
+from airflow_provider.utils.offsets import validate_offsets
 
 
 def connector_type(hook: KafkaConnectHook, connector: str) -> str | None:

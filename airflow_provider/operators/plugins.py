@@ -9,13 +9,14 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context, conf
+from airflow.sdk import BaseOperator, Context
 
-from airflow_provider import plugin_path as cli
 from airflow_provider.exceptions import KafkaConnectError, PluginsNotListedError
+from airflow_provider.hooks import plugin_path as cli
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-from airflow_provider.plugin_manifests import ManifestSync, PluginListing
 from airflow_provider.triggers.plugins import ConnectorPluginsTrigger
+from airflow_provider.utils.deferrable import default_deferrable
+from airflow_provider.utils.plugin_manifests import ManifestSync, PluginListing
 
 MODES = ("list", "dry_run", "sync")
 PLAN_XCOM_KEY = "plan"
@@ -89,8 +90,7 @@ class KafkaConnectSyncPluginManifestsOperator(BaseOperator):
                  poll_interval: float = 1.0,
                  kafka_connect_conn_id: str = "kafka_connect_default",
                  allow_discovered_workers: bool = False,
-                 deferrable: bool = conf.getboolean("operators", "default_deferrable",
-                                                    fallback=False),
+                 deferrable: bool | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if mode not in MODES:
@@ -113,7 +113,7 @@ class KafkaConnectSyncPluginManifestsOperator(BaseOperator):
         self.poll_interval = poll_interval
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.allow_discovered_workers = allow_discovered_workers
-        self.deferrable = deferrable
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
 
     @cached_property
     def hook(self) -> KafkaConnectHook:

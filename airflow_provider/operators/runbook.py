@@ -15,16 +15,16 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import TaskDeferred
 
-from airflow_provider.events import raise_for_event
 from airflow_provider.exceptions import KafkaConnectError
 from airflow_provider.hooks.results import ConnectorStatus
-from airflow_provider.offsets import validate_offsets
 from airflow_provider.operators._base import (
     DEFAULT_POLL_INTERVAL_S,
     DEFAULT_STATE_TIMEOUT_S,
     KafkaConnectBaseOperator,
     wait_for_state,
 )
+from airflow_provider.utils.events import raise_for_event
+from airflow_provider.utils.offsets import validate_offsets
 
 ACTIONS = ("reset", "alter")
 SNAPSHOT_XCOM_KEY = "offsets_snapshot"

@@ -7,15 +7,16 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseSensorOperator, Context, conf
+from airflow.sdk import BaseSensorOperator, Context
 
-from airflow_provider.assets import TopicAssetsMixin
-from airflow_provider.connector_state import Verdict, check_target_state, evaluate_rest_status
-from airflow_provider.events import ConnectorStateEventMixin, connector_failed
 from airflow_provider.exceptions import WAIT_OUT_ERRORS
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-from airflow_provider.links import ConnectorStatusLink
 from airflow_provider.triggers.connector_state import ConnectorStateTrigger, status_event
+from airflow_provider.utils.assets import TopicAssetsMixin
+from airflow_provider.utils.connector_state import Verdict, check_target_state, evaluate_rest_status
+from airflow_provider.utils.deferrable import default_deferrable
+from airflow_provider.utils.events import ConnectorStateEventMixin, connector_failed
+from airflow_provider.utils.links import ConnectorStatusLink
 
 
 class KafkaConnectConnectorStateSensor(ConnectorStateEventMixin, TopicAssetsMixin,
@@ -38,8 +39,7 @@ class KafkaConnectConnectorStateSensor(ConnectorStateEventMixin, TopicAssetsMixi
                  wait_for_tasks: bool = True,
                  kafka_connect_conn_id: str = "kafka_connect_default",
                  emit_topic_assets: bool = False,
-                 deferrable: bool = conf.getboolean("operators", "default_deferrable",
-                                                    fallback=False),
+                 deferrable: bool | None = None,
                  **kwargs: Any) -> None:
         self._add_topics_alias(connector, emit_topic_assets, kwargs)
         super().__init__(**kwargs)
@@ -48,7 +48,7 @@ class KafkaConnectConnectorStateSensor(ConnectorStateEventMixin, TopicAssetsMixi
         self.wait_for_tasks = wait_for_tasks
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.emit_topic_assets = emit_topic_assets
-        self.deferrable = deferrable
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
         self._event: dict[str, Any] = {}
 
     @cached_property

@@ -7,16 +7,17 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue, conf
+from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
-from airflow_provider.assets import TopicAssetsMixin
-from airflow_provider.connector_state import Verdict, check_target_state
-from airflow_provider.events import ConnectorStateEventMixin, connector_failed
 from airflow_provider.exceptions import KafkaConnectError, KafkaConnectTransportError
 from airflow_provider.hooks.status_topic import StatusTopicReader
-from airflow_provider.links import ConnectorStatusLink
-from airflow_provider.status_records import event_payload
 from airflow_provider.triggers.status_topic import StatusTopicTrigger
+from airflow_provider.utils.assets import TopicAssetsMixin
+from airflow_provider.utils.connector_state import Verdict, check_target_state
+from airflow_provider.utils.deferrable import default_deferrable
+from airflow_provider.utils.events import ConnectorStateEventMixin, connector_failed
+from airflow_provider.utils.links import ConnectorStatusLink
+from airflow_provider.utils.status_records import event_payload
 
 
 class KafkaConnectStatusTopicSensor(ConnectorStateEventMixin, TopicAssetsMixin,
@@ -48,8 +49,7 @@ class KafkaConnectStatusTopicSensor(ConnectorStateEventMixin, TopicAssetsMixin,
     def __init__(self, *, connector: str, kafka_connect_conn_id: str = "kafka_connect_default",
                  target_state: str = "RUNNING", wait_for_tasks: bool = True,
                  expected_tasks: int | None = None, emit_topic_assets: bool = False,
-                 deferrable: bool = conf.getboolean("operators", "default_deferrable",
-                                                    fallback=False),
+                 deferrable: bool | None = None,
                  **kwargs: Any) -> None:
         self._add_topics_alias(connector, emit_topic_assets, kwargs)
         super().__init__(**kwargs)
@@ -59,7 +59,7 @@ class KafkaConnectStatusTopicSensor(ConnectorStateEventMixin, TopicAssetsMixin,
         self.target_state = target_state
         self.wait_for_tasks = wait_for_tasks
         self.expected_tasks = expected_tasks
-        self.deferrable = deferrable
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
         self._task_count: int | None = None
         self._resolved = False
         #: Kept between pokes of one try (poke mode): each poke reads only what is new.

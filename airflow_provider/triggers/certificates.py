@@ -11,7 +11,11 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider.exceptions import CertificateNotServedError, KafkaConnectError
 from airflow_provider.hooks.base import KafkaConnectBaseHook
-from airflow_provider.tls import DEFAULT_HANDSHAKE_TIMEOUT_S, TlsClientOptions, await_certificates
+from airflow_provider.hooks.tls import (
+    DEFAULT_HANDSHAKE_TIMEOUT_S,
+    TlsClientOptions,
+    await_certificates,
+)
 
 
 class ServedCertificateTrigger(BaseTrigger):

@@ -9,15 +9,15 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider.connector_state import (
+from airflow_provider.exceptions import WAIT_OUT_ERRORS, KafkaConnectError
+from airflow_provider.hooks.kafka_connect_async import KafkaConnectAsyncHook
+from airflow_provider.hooks.results import ConnectorStatus
+from airflow_provider.utils.connector_state import (
     Outcome,
     Verdict,
     check_target_state,
     evaluate_rest_status,
 )
-from airflow_provider.exceptions import WAIT_OUT_ERRORS, KafkaConnectError
-from airflow_provider.hooks.kafka_connect_async import KafkaConnectAsyncHook
-from airflow_provider.hooks.results import ConnectorStatus
 
 
 def status_event(connector: str, target_state: str, status: ConnectorStatus,

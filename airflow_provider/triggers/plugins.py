@@ -11,7 +11,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider.exceptions import WAIT_OUT_ERRORS, KafkaConnectError
 from airflow_provider.hooks.kafka_connect_async import KafkaConnectAsyncHook
-from airflow_provider.plugin_path import PluginWait
+from airflow_provider.hooks.plugin_path import PluginWait
 
 
 class ConnectorPluginsTrigger(BaseTrigger):

@@ -9,14 +9,14 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider.connector_state import Verdict, check_target_state
 from airflow_provider.exceptions import KafkaConnectError, KafkaConnectTransportError
 from airflow_provider.hooks.status_topic import (
     POLL_TIMEOUT_S,
     KafkaConnectStatusTopicHook,
     StatusTopicWatch,
 )
-from airflow_provider.status_records import event_payload
+from airflow_provider.utils.connector_state import Verdict, check_target_state
+from airflow_provider.utils.status_records import event_payload
 
 log = logging.getLogger(__name__)
 

@@ -185,8 +185,8 @@ class DagTestAirflow:
     def pipeline(self, emitted_by: str, bootstrap: str, topic: str) -> DagResult:
         """The ``orders_pipeline`` run that ``emitted_by``'s Asset event queued: checked
         to be queued, then run with ``dag.test()``."""
-        from airflow_provider.assets import topic_asset_uri
         from airflow_provider.testing import asset_events, queued_asset_runs
+        from airflow_provider.utils.assets import topic_asset_uri
 
         uri = topic_asset_uri(topic, bootstrap_servers=bootstrap)
         events, queued = asset_events(uri), queued_asset_runs(PIPELINE)

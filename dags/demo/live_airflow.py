@@ -216,7 +216,7 @@ class LiveAirflow:
         """The ``orders_pipeline`` run the **scheduler** starts on ``emitted_by``'s Asset
         event (the event's ``created_dagruns``); the note says how long after the event it
         started."""
-        from airflow_provider.assets import topic_asset_uri
+        from airflow_provider.utils.assets import topic_asset_uri
 
         uri = topic_asset_uri(topic, bootstrap_servers=bootstrap)
         self._topic = topic

@@ -230,7 +230,7 @@ class Story:
         self.say("    same range, same rows, schema and metadata as the first try: identical")
 
     def _rotate_certificate(self) -> None:
-        from airflow_provider.tls import TlsClientOptions, served_certificate
+        from airflow_provider.hooks.tls import TlsClientOptions, served_certificate
 
         trust = TlsClientOptions(ca_bundle=str(self.stack.ca_cert))
         url, worker = self.stack.https_url, self.stack.worker

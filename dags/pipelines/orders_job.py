@@ -92,7 +92,7 @@ def run(bootstrap_servers: str, topic: str, starting: str, ending: str,
         output: Path) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
-    from airflow_provider.spark.reader import read_kafka
+    from spark_kafka_source.reader import read_kafka
 
     spark = SparkSession.builder.appName(f"orders-pipeline-{topic}").getOrCreate()
     try:

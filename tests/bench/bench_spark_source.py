@@ -10,7 +10,7 @@ instead of ``latest``. Each round then times, on the same ranges:
   start, partitions one after the other, taking key, value, offset, timestamp and headers
   of each record until the range is done: the least a Python reader can do. (One consumer
   assigned to all partitions was 3× slower on Tansu, so it is not the baseline.)
-* **read_range** — this project's range reader (``airflow_provider.spark.consumer``) in
+* **read_range** — this project's range reader (``spark_kafka_source.consumer``) in
   this process, one partition after the other: the data source's per-record work
   (Arrow batches) without Spark;
 * **spark count** — ``read_kafka(...).count()`` on a local Spark session (``--master``,
@@ -49,13 +49,13 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from airflow_provider.spark.consumer import (  # noqa: E402
+from spark_kafka_source.consumer import (  # noqa: E402
     FETCH_QUEUE_BACKOFF_MS,
     arrow_schema,
     consumer_config,
     read_range,
 )
-from airflow_provider.spark.kafka_source import kafka_schema  # noqa: E402
+from spark_kafka_source.kafka_source import kafka_schema  # noqa: E402
 from worker.testing import EmbeddedBroker  # noqa: E402
 
 TIMEOUT_S = 300.0
@@ -153,7 +153,7 @@ def spark_options(bootstrap: str, topic: str, ranges: Ranges) -> dict[str, str]:
 
 
 def spark_count(spark: Any, options: dict[str, str]) -> tuple[float, int]:
-    from airflow_provider.spark.reader import read_kafka
+    from spark_kafka_source.reader import read_kafka
 
     start = time.perf_counter()
     count = read_kafka(spark, **options).count()
@@ -163,7 +163,7 @@ def spark_count(spark: Any, options: dict[str, str]) -> tuple[float, int]:
 def spark_aggregate(spark: Any, options: dict[str, str]) -> tuple[float, int]:
     from pyspark.sql import functions as F
 
-    from airflow_provider.spark.reader import read_kafka
+    from spark_kafka_source.reader import read_kafka
 
     start = time.perf_counter()
     result = (read_kafka(spark, **options).groupBy("partition")

@@ -26,6 +26,7 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from airflow_provider.certificates.keystores import resolve_locally
 from airflow_provider.exceptions import BadRequestError, NotFoundError
 from airflow_provider.hooks.admin_results import (
     ClusterMembers,
@@ -34,7 +35,6 @@ from airflow_provider.hooks.admin_results import (
 )
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.hooks.kafka_connect_async import KafkaConnectAsyncHook
-from airflow_provider.keystores import resolve_locally
 from airflow_provider.testing import record_trigger_runs, task_states, xcom
 from airflow_provider.triggers.certificates import ServedCertificateTrigger
 from tests.support import WorkerProcess, WorkerStartError, write_properties

@@ -93,7 +93,7 @@ def test_airflow_lists_the_provider_and_its_connection_type(airflow_db) -> None:
     behaviours = {b["field_behaviours"] for b in airflow_cli("providers", "behaviours")}
     assert "kafka_connect" in behaviours
     links = {link["extra_link_class_name"] for link in airflow_cli("providers", "links")}
-    assert "airflow_provider.links.ConnectorStatusLink" in links
+    assert "airflow_provider.utils.links.ConnectorStatusLink" in links
     triggers = {t["class"] for t in airflow_cli("providers", "triggers")}
     assert {"airflow_provider.triggers.certificates",
             "airflow_provider.triggers.connector_state",

@@ -6,8 +6,8 @@ checks the bottom: it builds the project's wheel, creates a fresh virtualenv in 
 temporary directory, installs the wheel with its ``airflow`` and ``spark`` extras while
 holding every direct dependency at the version its ``>=`` names (transitive dependencies
 are left to pip), runs ``pip check``, and runs the provider's unit tests
-(``tests/unit/airflow_provider``) and the worker's (``tests/unit/worker``) against the
-installed wheel -- not the source tree.
+(``tests/unit/airflow_provider``), the Spark data source's (``tests/unit/spark_kafka_source``)
+and the worker's (``tests/unit/worker``) against the installed wheel -- not the source tree.
 
 Run it with any Python that has ``packaging`` (the project's .venv has it); the new
 virtualenv uses ``--python`` (default: the interpreter running this script). Downloads go
@@ -34,9 +34,9 @@ REPO = Path(__file__).resolve().parents[2]
 #: The extras installed into the lower-bound environment (broker: the worker tests that
 #: need Kafka use the embedded broker).
 EXTRAS = ("airflow", "spark", "broker")
-#: The provider's unit tests, and the worker's (the worker's own dependencies sit at their
-#: lower bounds too), run against the installed wheel.
-TESTS = ("tests/unit/airflow_provider", "tests/unit/worker")
+#: The provider's and the Spark data source's unit tests, and the worker's (the worker's
+#: own dependencies sit at their lower bounds too), run against the installed wheel.
+TESTS = ("tests/unit/airflow_provider", "tests/unit/spark_kafka_source", "tests/unit/worker")
 #: Test runners, at the versions constraints.txt pins (they are not under test).
 RUNNERS = ("pytest", "pytest-timeout", "pytest-xdist")
 #: What the report lists after the install (the direct dependencies and Airflow's parts).

@@ -15,13 +15,13 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from airflow_provider.spark.kafka_source import (
+from spark_kafka_source.kafka_source import (
     KafkaDataSource,
     ranges_to_json,
     resolve_offset_ranges,
 )
-from airflow_provider.spark.offsets import OffsetRange
-from airflow_provider.spark.reader import native_kafka_available, read_kafka
+from spark_kafka_source.offsets import OffsetRange
+from spark_kafka_source.reader import native_kafka_available, read_kafka
 from tests.integration.spark._kafka import Record, produce
 from tests.support import create_topic
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from airflow_provider.spark.offsets import resolve_offset_ranges
-from airflow_provider.spark.reader import read_kafka, read_kafka_stream
+from spark_kafka_source.offsets import resolve_offset_ranges
+from spark_kafka_source.reader import read_kafka, read_kafka_stream
 from tests.integration._rest_helpers import STRING_CONVERTER, read_values
 from tests.integration.spark._kafka import Record, produce
 from tests.support import create_topic, wait_for_connector_state, wait_until

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from airflow_provider.spark.reader import read_kafka_stream
+from spark_kafka_source.reader import read_kafka_stream
 from tests.integration.spark._kafka import Record, produce
 from tests.support import create_topic
 

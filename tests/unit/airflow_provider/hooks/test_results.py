@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from airflow_provider.connector_state import TaskState
 from airflow_provider.exceptions import MalformedResponseError
 from airflow_provider.hooks.results import (
     ConfigValidation,
@@ -26,6 +25,7 @@ from airflow_provider.hooks.results import (
     TaskStatus,
     WorkerHealth,
 )
+from airflow_provider.utils.connector_state import TaskState
 from tests.unit.airflow_provider.hooks._fakes import INFO, STATUS, VALIDATION
 
 ANSWERS: list[tuple[type[Any], dict[str, Any]]] = [

@@ -14,7 +14,6 @@ import pytest
 from airflow.sdk import BaseHook, Connection
 from confluent_kafka import KafkaError, Message
 
-from airflow_provider.connector_state import TaskState
 from airflow_provider.exceptions import KafkaConnectConfigError, KafkaConnectTransportError
 from airflow_provider.hooks import status_topic
 from airflow_provider.hooks.base import KafkaConnectBaseHook
@@ -26,7 +25,8 @@ from airflow_provider.hooks.status_topic import (
     _partitions,
     reader_config,
 )
-from airflow_provider.status_records import ConnectorStatusView
+from airflow_provider.utils.connector_state import TaskState
+from airflow_provider.utils.status_records import ConnectorStatusView
 from tests.support.messages import consumed
 from tests.unit.airflow_provider.hooks._fakes import off_the_loop
 

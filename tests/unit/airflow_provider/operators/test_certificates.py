@@ -13,6 +13,7 @@ from airflow.sdk.exceptions import TaskDeferralError, TaskDeferred
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
+from airflow_provider.certificates.keystores import issue_keystore, resolve_locally
 from airflow_provider.exceptions import (
     BadRequestError,
     CertificateNotServedError,
@@ -29,7 +30,6 @@ from airflow_provider.hooks.admin_results import (
 )
 from airflow_provider.hooks.connection import ConnectionSettings
 from airflow_provider.hooks.credential_scope import CredentialScope
-from airflow_provider.keystores import issue_keystore, resolve_locally
 from airflow_provider.operators.certificates import KafkaConnectRotateCertificateOperator
 from airflow_provider.triggers.certificates import ServedCertificateTrigger
 from tests.unit.airflow_provider._fakes import FakeTI
@@ -112,7 +112,7 @@ class FakeCluster:
                                                    "timestamp": None}}})
 
     def served(self) -> set[str]:
-        from airflow_provider.tls import TlsClientOptions, served_certificate
+        from airflow_provider.hooks.tls import TlsClientOptions, served_certificate
 
         options = TlsClientOptions(ca_bundle=str(self.ca.cert_path))
         return {served_certificate(s.url, options).sha256 for s in self.servers}

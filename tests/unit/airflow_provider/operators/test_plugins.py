@@ -33,7 +33,7 @@ from tests.unit.airflow_provider._fake_cli import (
     sync_output,
 )
 from tests.unit.airflow_provider._fakes import FakeTI
-from tests.unit.airflow_provider.test_plugin_path import FakeHook
+from tests.unit.airflow_provider.hooks.test_plugin_path import FakeHook
 
 W1, W2 = "http://w1:8083", "http://w2:8083"
 CLUSTER = {"leader_url": W1, "members": [{"worker_id": "w1", "url": W1},

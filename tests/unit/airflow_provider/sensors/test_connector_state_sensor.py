@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from airflow_provider.events import ConnectorStateEventMixin
 from airflow_provider.exceptions import (
     WAIT_OUT_ERRORS,
     ConnectorFailedError,
@@ -20,6 +19,7 @@ from airflow_provider.exceptions import (
 from airflow_provider.hooks.results import ConnectorStatus
 from airflow_provider.sensors.connector_state import KafkaConnectConnectorStateSensor
 from airflow_provider.sensors.status_topic import KafkaConnectStatusTopicSensor
+from airflow_provider.utils.events import ConnectorStateEventMixin
 from tests.unit.airflow_provider._fakes import FakeTI
 
 
@@ -57,6 +57,19 @@ def test_both_sensors_resume_with_the_one_shared_implementation() -> None:
     for cls in (KafkaConnectConnectorStateSensor, KafkaConnectStatusTopicSensor):
         assert issubclass(cls, ConnectorStateEventMixin)
         assert cls.execute_complete is ConnectorStateEventMixin.execute_complete
+
+
+@pytest.mark.parametrize("cls", [KafkaConnectConnectorStateSensor, KafkaConnectStatusTopicSensor])
+def test_both_sensors_read_default_deferrable_when_constructed(
+        cls: type[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``[operators] default_deferrable`` is read by the constructor, as the operators read
+    it, not when the module was imported: a change after import is followed; an explicit
+    ``deferrable`` wins."""
+    for setting in ("True", "False"):
+        monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", setting)
+        assert cls(task_id="wait", connector="c").deferrable is (setting == "True")
+        assert cls(task_id="wait", connector="c", deferrable=setting != "True").deferrable \
+            is (setting != "True")
 
 
 @pytest.mark.parametrize("error", [NotFoundError(404, "not yet"), RebalanceInProgressError(

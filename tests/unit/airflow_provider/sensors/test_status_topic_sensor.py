@@ -9,7 +9,6 @@ import pytest
 from airflow.sdk import PokeReturnValue
 from airflow.sdk.exceptions import TaskDeferred
 
-from airflow_provider.connector_state import TaskState
 from airflow_provider.exceptions import (
     ConnectorFailedError,
     KafkaConnectError,
@@ -19,7 +18,8 @@ from airflow_provider.exceptions import (
 )
 from airflow_provider.hooks.status_topic import KafkaConnectStatusTopicHook
 from airflow_provider.sensors.status_topic import KafkaConnectStatusTopicSensor
-from airflow_provider.status_records import ConnectorStatusView
+from airflow_provider.utils.connector_state import TaskState
+from airflow_provider.utils.status_records import ConnectorStatusView
 from tests.unit.airflow_provider._fakes import FakeTI
 
 

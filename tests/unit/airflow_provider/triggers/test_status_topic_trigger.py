@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from airflow_provider.connector_state import Outcome, TaskState, Verdict
 from airflow_provider.exceptions import KafkaConnectTransportError
-from airflow_provider.status_records import ConnectorStatusView
 from airflow_provider.triggers.status_topic import StatusTopicTrigger
+from airflow_provider.utils.connector_state import Outcome, TaskState, Verdict
+from airflow_provider.utils.status_records import ConnectorStatusView
 
 PATH = "airflow_provider.triggers.status_topic.StatusTopicTrigger"
 

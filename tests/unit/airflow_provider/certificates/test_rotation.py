@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider import rotation
+from airflow_provider.certificates import rotation
 from airflow_provider.exceptions import KafkaConnectConfigError, UntrustedWorkerUrlError
 from airflow_provider.hooks.admin_results import ClusterMembers, WorkerReport
 from airflow_provider.hooks.credential_scope import CredentialScope

@@ -5,7 +5,7 @@ from collections import defaultdict
 import pytest
 from airflow.sdk import Asset
 
-from airflow_provider.assets import (
+from airflow_provider.utils.assets import (
     connector_topics_alias,
     emit_topic_assets,
     topic_asset,

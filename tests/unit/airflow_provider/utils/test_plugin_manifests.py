@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from airflow_provider.exceptions import PluginPathOutputError
-from airflow_provider.plugin_manifests import (
+from airflow_provider.utils.plugin_manifests import (
     ENTRY_POINT_GROUPS,
     ManifestChange,
     ManifestSync,

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from airflow_provider.connector_state import TaskState, Verdict
-from airflow_provider.status_records import (
+from airflow_provider.utils.connector_state import TaskState, Verdict
+from airflow_provider.utils.status_records import (
     ConnectorStatusView,
     StatusRecord,
     event_payload,
@@ -94,7 +94,7 @@ def test_topic_record_and_tombstones() -> None:
 ])
 def test_malformed_or_unrelated_records_are_skipped_with_a_warning(
         key: bytes | None, value: bytes, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="airflow_provider.status_records"):
+    with caplog.at_level(logging.WARNING, logger="airflow_provider.utils.status_records"):
         assert parse_status_record(key, value) is None
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
     assert "Skipping a status-topic record" in caplog.records[0].getMessage()

@@ -1,12 +1,12 @@
 """Reading Kafka topics from PySpark: the ``connect_kafka`` Python data source.
 
-* :mod:`~airflow_provider.spark.reader` — ``read_kafka`` / ``read_kafka_stream``: Spark's
+* :mod:`~spark_kafka_source.reader` — ``read_kafka`` / ``read_kafka_stream``: Spark's
   ``format("kafka")`` when its jar is loaded, else the Python data source;
-* :mod:`~airflow_provider.spark.kafka_source` — ``KafkaDataSource`` and its readers;
-* :mod:`~airflow_provider.spark.offsets` — ``resolve_offset_ranges`` / ``ranges_to_json``
+* :mod:`~spark_kafka_source.kafka_source` — ``KafkaDataSource`` and its readers;
+* :mod:`~spark_kafka_source.offsets` — ``resolve_offset_ranges`` / ``ranges_to_json``
   to plan and record exact ranges, ``next_ranges`` to continue where a previous run
   stopped (no pyspark needed, e.g. in an Airflow task);
-* :mod:`~airflow_provider.spark.options` — the options and their checks.
+* :mod:`~spark_kafka_source.options` — the options and their checks.
 
 See ``docs/spark.md``. Names are loaded lazily, so importing this package needs neither
 pyspark nor pyarrow.

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider.spark.options import (
+from spark_kafka_source.options import (
     DEFAULT_POLL_TIMEOUT_MS,
     EARLIEST,
     LATEST,

@@ -10,14 +10,14 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaError, Message
 
-from airflow_provider.spark.consumer import (
+from spark_kafka_source.consumer import (
     KafkaReadError,
     arrow_schema,
     consumer_config,
     read_range,
 )
-from airflow_provider.spark.kafka_source import kafka_schema
-from tests.unit.airflow_provider.spark._fakes import message
+from spark_kafka_source.kafka_source import kafka_schema
+from tests.unit.spark_kafka_source._fakes import message
 
 SCHEMA = arrow_schema(kafka_schema())
 

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider.connector_state import (
+from airflow_provider.hooks.results import ConnectorStatus
+from airflow_provider.utils.connector_state import (
     TaskState,
     Verdict,
     check_target_state,
     evaluate,
     evaluate_rest_status,
 )
-from airflow_provider.hooks.results import ConnectorStatus
 
 RUNNING = TaskState("RUNNING")
 

@@ -5,7 +5,7 @@ trigger and the ``kafka_connect_plugin_manifest_sync`` DAG.
 
 The tool ships with the worker (the ``connect-plane`` distribution's console script); the
 provider only runs it, with ``--json``, and reads its output
-(:mod:`airflow_provider.plugin_manifests`). What to read is given as in the tool:
+(:mod:`airflow_provider.utils.plugin_manifests`). What to read is given as in the tool:
 plugin locations, ``plugin.path`` entries, or worker config files (each contributes its
 ``plugin.path``) — :class:`PluginSources`.
 """
@@ -36,7 +36,7 @@ from airflow_provider.exceptions import (
 )
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.hooks.results import PluginInfo
-from airflow_provider.plugin_manifests import (
+from airflow_provider.utils.plugin_manifests import (
     ManifestSync,
     PluginListing,
     parse_listing,

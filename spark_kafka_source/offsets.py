@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
-from airflow_provider.spark.options import (
+from spark_kafka_source.options import (
     EARLIEST,
     LATEST,
     KafkaSourceOptions,
@@ -249,7 +249,7 @@ def resolve_offset_ranges(options: Mapping[str, Any] | KafkaSourceOptions, *,
     """The concrete ``[start, end)`` of every subscribed partition for a batch read.
 
     ``options`` are the data source's (Spark's Kafka names; see
-    :mod:`airflow_provider.spark.options`). Every partition is returned, empty ranges
+    :mod:`spark_kafka_source.options`). Every partition is returned, empty ranges
     included, sorted by topic and partition, so :func:`ranges_to_json` names them all —
     which Spark requires of offsets JSON. Raises ValueError for bad options, unknown
     topics, or a start past its end (with ``failOnDataLoss=false`` such a range is read

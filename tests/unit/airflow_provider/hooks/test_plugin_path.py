@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from airflow_provider import plugin_path as cli
 from airflow_provider.exceptions import (
     AuthenticationError,
     KafkaConnectConfigError,
@@ -22,6 +21,7 @@ from airflow_provider.exceptions import (
     PluginsNotListedError,
     UntrustedWorkerUrlError,
 )
+from airflow_provider.hooks import plugin_path as cli
 from airflow_provider.hooks.admin_results import ClusterMembers
 from airflow_provider.hooks.connection import ConnectionSettings
 from airflow_provider.hooks.credential_scope import CredentialScope

@@ -12,16 +12,16 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import StringType, StructField, StructType
 
-from airflow_provider.spark.kafka_source import (
+from spark_kafka_source.kafka_source import (
     KafkaBatchReader,
     KafkaDataSource,
     KafkaInputPartition,
     KafkaStreamReader,
     kafka_schema,
 )
-from airflow_provider.spark.offsets import ClusterLookups, KafkaSourceError
-from airflow_provider.spark.options import parse_options
-from tests.unit.airflow_provider.spark._fakes import FakeLookups
+from spark_kafka_source.offsets import ClusterLookups, KafkaSourceError
+from spark_kafka_source.options import parse_options
+from tests.unit.spark_kafka_source._fakes import FakeLookups
 
 BOOTSTRAP = {"kafka.bootstrap.servers": "k:9092"}
 

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from airflow_provider.exceptions import KeystoreError
-from airflow_provider.tls import ServedCertificate, describe_certificate
+from airflow_provider.hooks.tls import ServedCertificate, describe_certificate
 
 KEY_TYPES = ("ec-p256", "ec-p384", "rsa-2048", "rsa-3072", "rsa-4096")
 #: Placeholder forms the password file is written for: Kafka's FileConfigProvider

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider.exceptions import MalformedResponseError, PluginPathOutputError
-from airflow_provider.hooks._answers import (
+from airflow_provider.utils.answers import (
     ConnectAnswer,
     check_bool,
     check_list,

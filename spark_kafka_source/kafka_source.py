@@ -2,8 +2,8 @@
 
 ``spark-sql-kafka`` (Spark's ``format("kafka")``) is a jar that cannot always be
 downloaded; this source reads the same columns with the same option names (see
-:mod:`airflow_provider.spark.options`), so a job switches by changing the format — or lets
-:func:`airflow_provider.spark.reader.read_kafka` choose. Register it once per session::
+:mod:`spark_kafka_source.options`), so a job switches by changing the format — or lets
+:func:`spark_kafka_source.reader.read_kafka` choose. Register it once per session::
 
     spark.dataSource.register(KafkaDataSource)
     df = (spark.read.format("connect_kafka")
@@ -57,8 +57,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from airflow_provider.spark.consumer import arrow_schema, consumer_config, read_range
-from airflow_provider.spark.offsets import (
+from spark_kafka_source.consumer import arrow_schema, consumer_config, read_range
+from spark_kafka_source.offsets import (
     ClusterLookups,
     KafkaLookups,
     KafkaSourceError,
@@ -73,7 +73,7 @@ from airflow_provider.spark.offsets import (
     select_topics,
     topic_partitions,
 )
-from airflow_provider.spark.options import KafkaSourceOptions, Subscription, parse_options
+from spark_kafka_source.options import KafkaSourceOptions, Subscription, parse_options
 
 __all__ = [
     "SHORT_NAME",

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from airflow_provider.spark.offsets import (
+from spark_kafka_source.offsets import (
     ClusterLookups,
     KafkaSourceError,
     OffsetRange,
@@ -20,8 +20,8 @@ from airflow_provider.spark.offsets import (
     resolve_offset_ranges,
     select_topics,
 )
-from airflow_provider.spark.options import Subscription, parse_options
-from tests.unit.airflow_provider.spark._fakes import FakeLookups
+from spark_kafka_source.options import Subscription, parse_options
+from tests.unit.spark_kafka_source._fakes import FakeLookups
 
 BOOTSTRAP = {"kafka.bootstrap.servers": "k:9092"}
 

@@ -13,10 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the REST answers are built on TaskState: no import at run time
-    from airflow_provider.hooks.results import ConnectorStatus
+from typing import Protocol
 
 #: Every state Kafka Connect reports for a connector or a task.
 STATES = frozenset({"UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING"})
@@ -89,7 +86,22 @@ def evaluate(target_state: str, connector: TaskState | None, tasks: Mapping[int,
     return Outcome(Verdict.MET, f"the connector and its {len(ids)} task(s) are {target}")
 
 
-def evaluate_rest_status(status: ConnectorStatus, target_state: str, *,
+class _StateAnswer(Protocol):
+    def as_state(self) -> TaskState: ...
+
+
+class RestConnectorStatus(Protocol):
+    """What :func:`evaluate_rest_status` reads of a ``GET /connectors/{c}/status`` answer
+    (:class:`airflow_provider.hooks.results.ConnectorStatus`, built on :class:`TaskState`:
+    a protocol here, so this module imports no hook and the two form no import cycle)."""
+
+    @property
+    def connector(self) -> _StateAnswer: ...
+
+    def task_states(self) -> Mapping[int, TaskState]: ...
+
+
+def evaluate_rest_status(status: RestConnectorStatus, target_state: str, *,
                          wait_for_tasks: bool = True) -> Outcome:
     """:func:`evaluate` on a ``GET /connectors/{c}/status`` answer.
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message
 
-from airflow_provider.spark.offsets import TopicPartitionKey
+from spark_kafka_source.offsets import TopicPartitionKey
 from tests.support.messages import consumed
 
 

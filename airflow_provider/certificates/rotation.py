@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_provider.certificates.keystores import keystore_certificate, resolve_locally
 from airflow_provider.exceptions import (
     CertificateNotServedError,
     KafkaConnectConfigError,
@@ -21,8 +22,7 @@ from airflow_provider.exceptions import (
 )
 from airflow_provider.hooks.admin_results import WorkerReport
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
-from airflow_provider.keystores import keystore_certificate, resolve_locally
-from airflow_provider.tls import describe_certificate, https_address
+from airflow_provider.hooks.tls import describe_certificate, https_address
 
 LISTENERS = ("listeners", "admin.listeners")
 #: The convenience arguments of the operator and the settings they stand for.
@@ -131,7 +131,7 @@ def discover_urls(hook: KafkaConnectHook, admin: bool) -> list[str]:
 def fingerprint_of_keystore(changes: Mapping[str, str | None], prefix: str) -> str | None:
     """The new keystore's leaf fingerprint when this task can read it: its location in
     ``changes``, its password clear or a placeholder resolvable here
-    (:func:`~airflow_provider.keystores.resolve_locally`); else ``None`` (logged)."""
+    (:func:`~airflow_provider.certificates.keystores.resolve_locally`); else ``None`` (logged)."""
     location = changes.get(prefix + "keystore.location")
     if not location:
         return None

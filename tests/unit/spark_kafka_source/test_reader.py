@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from airflow_provider.spark import reader as reader_module
-from airflow_provider.spark.kafka_source import KafkaDataSource
-from airflow_provider.spark.reader import (
+from spark_kafka_source import reader as reader_module
+from spark_kafka_source.kafka_source import KafkaDataSource
+from spark_kafka_source.reader import (
     NATIVE_PROVIDER,
     native_kafka_available,
     read_kafka,
     read_kafka_stream,
 )
-from tests.unit.airflow_provider.spark._fakes import FakeLookups
+from tests.unit.spark_kafka_source._fakes import FakeLookups
 
 BOOTSTRAP = {"kafka.bootstrap.servers": "k:9092"}
 
@@ -103,7 +103,7 @@ def test_with_the_jar_uses_format_kafka_with_headers() -> None:
 def test_with_the_jar_a_connector_is_resolved_to_subscribe(
         monkeypatch: pytest.MonkeyPatch) -> None:
     lookups = FakeLookups(topic_partitions={"t1": 1, "t2": 3}, connectors={"c": ["t2", "t1"]})
-    monkeypatch.setattr("airflow_provider.spark.offsets.ClusterLookups",
+    monkeypatch.setattr("spark_kafka_source.offsets.ClusterLookups",
                         lambda parsed: lookups)
     spark = FakeSpark(FakeJvm({NATIVE_PROVIDER}))
     _, fmt, options = read_kafka(spark, **BOOTSTRAP, connector="c",

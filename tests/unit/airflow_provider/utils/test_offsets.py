@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider.exceptions import OffsetsShapeError
-from airflow_provider.offsets import validate_offsets
+from airflow_provider.utils.offsets import validate_offsets
 
 SINK = {"partition": {"kafka_topic": "orders", "kafka_partition": 0},
         "offset": {"kafka_offset": 42}}

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider.spark.options import KafkaSourceOptions, Mode, normalize, parse_options
+from spark_kafka_source.options import KafkaSourceOptions, Mode, normalize, parse_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,7 +60,7 @@ def register_data_source(spark: SparkSession) -> None:
             return
     except TypeError:  # not weak-referenceable: just register again
         pass
-    from airflow_provider.spark.kafka_source import KafkaDataSource
+    from spark_kafka_source.kafka_source import KafkaDataSource
 
     spark.dataSource.register(KafkaDataSource)
     try:
@@ -73,7 +73,7 @@ def native_options(parsed: KafkaSourceOptions, options: Mapping[str, str]) -> di
     """``options`` for ``format("kafka")``: the connector resolved to ``subscribe``."""
     native = dict(options)
     if parsed.subscription.kind == "connector":
-        from airflow_provider.spark.offsets import ClusterLookups, select_topics
+        from spark_kafka_source.offsets import ClusterLookups, select_topics
 
         lookups = ClusterLookups(parsed)
         try:
@@ -97,7 +97,7 @@ def _load(spark: SparkSession, options: Mapping[str, Any], mode: Mode) -> DataFr
     if native_kafka_available(spark):
         log.info("Reading Kafka with Spark's format(%r)", NATIVE_FORMAT)
         return builder.format(NATIVE_FORMAT).options(**native_options(parsed, opts)).load()
-    from airflow_provider.spark.kafka_source import SHORT_NAME
+    from spark_kafka_source.kafka_source import SHORT_NAME
 
     register_data_source(spark)
     return builder.format(SHORT_NAME).options(**opts).load()

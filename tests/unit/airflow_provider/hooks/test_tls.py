@@ -17,7 +17,7 @@ from airflow_provider.exceptions import (
     TlsHandshakeError,
 )
 from airflow_provider.hooks.connection import ConnectionSettings
-from airflow_provider.tls import (
+from airflow_provider.hooks.tls import (
     TlsClientOptions,
     aserved_certificate,
     await_certificates,

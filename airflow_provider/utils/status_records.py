@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider.connector_state import STATES, Outcome, TaskState, Verdict, evaluate
+from airflow_provider.utils.connector_state import STATES, Outcome, TaskState, Verdict, evaluate
 
 __all__ = ["ConnectorStatusView", "Malformed", "StatusRecord", "event_payload",
            "parse_status_key", "parse_status_record"]
@@ -195,7 +195,7 @@ class ConnectorStatusView:
     def evaluate(self, target_state: str, *, wait_for_tasks: bool,
                  expected_tasks: int | None) -> Outcome:
         """Whether the connector is in ``target_state``, by the provider's one rule
-        (:func:`airflow_provider.connector_state.evaluate`): the connector must be in it;
+        (:func:`airflow_provider.utils.connector_state.evaluate`): the connector must be in it;
         with ``wait_for_tasks`` (ignored for STOPPED) so must tasks
         ``0..expected_tasks-1``, or every task seen (at least one) when ``expected_tasks``
         is None. FAILED anywhere considered fails at once, unless FAILED is the target."""

@@ -16,14 +16,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from airflow_provider.exceptions import KeystoreError
-from airflow_provider.keystores import (
+from airflow_provider.certificates.keystores import (
     issue_keystore,
     keystore_certificate,
     load_ca,
     placeholder_for,
     resolve_locally,
 )
+from airflow_provider.exceptions import KeystoreError
 from tests.unit.airflow_provider._tls_server import Ca, make_ca
 
 

@@ -1,0 +1,12 @@
+"""Airflow's ``[operators] default_deferrable``, read when an operator or a sensor is
+constructed (not when its module is imported), so a DAG parsed after the setting changes
+follows it, as Airflow's own operators do."""
+
+from __future__ import annotations
+
+from airflow.sdk import conf
+
+
+def default_deferrable() -> bool:
+    """Airflow's ``[operators] default_deferrable``, as first-party providers read it."""
+    return conf.getboolean("operators", "default_deferrable", fallback=False)
