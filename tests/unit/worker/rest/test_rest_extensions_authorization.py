@@ -145,6 +145,11 @@ def test_only_admin_users_write_under_admin(tmp_path: Path,
     patched = api.patch("/admin/dynamic-worker-config", headers=basic("bob"),
                         json={"listeners.https.ssl.client.auth": "required"})
     assert patched.status_code == 403 and herder.worker_overrides == {}
+    # Refused before its body was read: the connection closes and says so (a client reusing
+    # it would race the close); a refusal without a body keeps the connection.
+    assert refused.headers["connection"] == patched.headers["connection"] == "close"
+    bodiless = api.delete("/admin/dynamic-worker-config/rest.docs.enabled", headers=basic("bob"))
+    assert bodiless.status_code == 403 and "connection" not in bodiless.headers
     # Reads stay open to every authenticated user; the rest of the API too.
     assert api.get("/admin/loggers", headers=basic("bob")).status_code == 200
     assert api.get("/admin/dynamic-worker-config", headers=basic("bob")).status_code == 200
