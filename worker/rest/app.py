@@ -19,7 +19,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from worker.config.rest_limits import RestLimits
 from worker.errors import RequestTargetError
 from worker.herder.base import Herder
-from worker.rest.body_limits import BodyCacheMiddleware, BodyLimitMiddleware
+from worker.rest.body_limits import (
+    BodyCacheMiddleware,
+    BodyLimitMiddleware,
+    UnreadBodyMiddleware,
+)
 from worker.rest.docs import install_docs
 from worker.rest.errors import error_response, install_error_handlers
 from worker.rest.forward import forward_request
@@ -180,4 +184,6 @@ def create_app(herder: Herder, security: RestSecurity | None = None,
     # catch-all error middleware, and normalize the path before anything routes on it.
     app.add_middleware(TrailingSlashMiddleware)
     app.add_middleware(RequestLogMiddleware)
+    # Outermost: every answer given before its request's body was read closes the connection.
+    app.add_middleware(UnreadBodyMiddleware)
     return app

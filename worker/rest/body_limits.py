@@ -18,7 +18,9 @@ Kafka, and is not read ahead: it checks that the request is signed before readin
 before parsing them (``worker.rest.routes.connectors``).
 
 The protocol under these (``worker.rest.http_limits``) stops reading a request that was
-answered before its body ended, so a refused body costs no more than what was read.
+answered before its body ended, so a refused body costs no more than what was read; the
+outermost :class:`UnreadBodyMiddleware` says so in the answer (``Connection: close``), or a
+client reusing the connection would race its close.
 """
 
 from __future__ import annotations
@@ -86,6 +88,43 @@ class BodyLimitMiddleware:
                 await error_response(error.status_code, str(error))(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+class UnreadBodyMiddleware:
+    """``Connection: close`` on an answer that starts before the request's body was read to
+    its end (a 401, 403 or 413 refusal, an error): the connection will not carry another
+    request, and a client must not send one on it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _has_body(scope):
+            await self.app(scope, receive, send)
+            return
+        ended = False
+
+        async def tracked_receive() -> Message:
+            nonlocal ended
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                ended = True
+            return message
+
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and not ended:
+                headers = [(k, v) for k, v in message.get("headers", ()) if k != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, tracked_receive, closing_send)
+
+
+def _has_body(scope: Scope) -> bool:
+    """Whether the request carries a body: chunked, or a ``Content-Length`` over 0."""
+    if any(name == b"transfer-encoding" for name, _ in scope.get("headers", ())):
+        return True
+    return _content_length(scope) not in (None, 0)
 
 
 class _BoundedReceive:

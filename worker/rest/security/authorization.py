@@ -143,20 +143,9 @@ class AdminAuthorizationMiddleware:
                         and not self.principals.allows(principal):
                     message = _refusal(method, path, principal)
                     log.info("Refused: %s", message)
-                    # Answered before the body is read: the connection closes, and says so,
-                    # or a client reusing it races the close (RemoteProtocolError).
-                    await send_error(send, 403, message, _close_if_body(scope))
+                    await send_error(send, 403, message)
                     return
         await self.app(scope, receive, send)
-
-
-def _close_if_body(scope: Scope) -> list[tuple[str, str]]:
-    """``Connection: close`` for a request that carries a body (Content-Length over 0, or
-    chunked), which a refusal leaves unread."""
-    headers = dict(scope.get("headers") or ())
-    length = headers.get(b"content-length", b"0").strip()
-    has_body = b"transfer-encoding" in headers or length not in (b"", b"0")
-    return [("connection", "close")] if has_body else []
 
 
 # --- what /openapi.json says --------------------------------------------------------------

@@ -23,6 +23,7 @@ from worker.rest.body_limits import (
     BODY_KEY,
     BodyCacheMiddleware,
     BodyLimitMiddleware,
+    UnreadBodyMiddleware,
     body_limit,
 )
 from worker.rest.forward import forward_path
@@ -188,3 +189,38 @@ def test_the_settings_have_their_documented_defaults_and_bounds() -> None:
             tuned.rest_limits.max_connections) == (4096, 2.5, 7)
     with pytest.raises(Exception, match="rest.max.connections"):
         StandaloneConfig({"bootstrap.servers": "localhost:9092", "rest.max.connections": "0"})
+
+
+async def _refuse_unread(scope: dict[str, Any], receive: Callable[[], Awaitable[Message]],
+                         send: Callable[[Message], Awaitable[None]]) -> None:
+    """An app that answers 401 without reading the body (an authentication refusal)."""
+    await send({"type": "http.response.start", "status": 401,
+                "headers": [(b"connection", b"keep-alive")]})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+def _connection_headers(app: Any, headers: list[tuple[bytes, bytes]]) -> list[bytes]:
+    sent: list[Message] = []
+    chunks = [b"{}"]
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": chunks.pop(0) if chunks else b"",
+                "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(UnreadBodyMiddleware(app)(scope("PUT", "/connectors/x/config", headers),
+                                          receive, send))
+    return [v for k, v in sent[0]["headers"] if k == b"connection"]
+
+
+@pytest.mark.parametrize("body_headers", [[(b"content-length", b"2")],
+                                          [(b"transfer-encoding", b"chunked")]])
+def test_an_answer_before_the_body_was_read_closes_the_connection(
+        body_headers: list[tuple[bytes, bytes]]) -> None:
+    assert _connection_headers(_refuse_unread, body_headers) == [b"close"]
+    # Read to its end, or no body at all: the connection may carry the next request.
+    assert _connection_headers(App(), body_headers) == []
+    assert _connection_headers(_refuse_unread, [(b"content-length", b"0")]) == [b"keep-alive"]
+    assert _connection_headers(_refuse_unread, []) == [b"keep-alive"]
