@@ -41,16 +41,18 @@ from worker.api.data import (
     Struct,
 )
 from worker.api.exceptions import DataException
-from worker.api.logical import DATE_NAME as _DATE
-from worker.api.logical import DECIMAL_NAME as _DECIMAL
-from worker.api.logical import TIME_NAME as _TIME
-from worker.api.logical import TIMESTAMP_NAME as _TIMESTAMP
-from worker.api.logical import TIMESTAMP_SCHEMA as _TIMESTAMP_SCHEMA
+from worker.api.logical import (
+    DATE_NAME,
+    DATE_SCHEMA,
+    DECIMAL_NAME,
+    TIME_NAME,
+    TIME_SCHEMA,
+    TIMESTAMP_NAME,
+    TIMESTAMP_SCHEMA,
+)
 
 __all__ = ["ConnectHeaders", "Header", "HeaderConverter", "HeaderTransform"]
 
-_DATE_SCHEMA = Schema(SchemaType.INT32, name=_DATE, version=1)
-_TIME_SCHEMA = Schema(SchemaType.INT32, name=_TIME, version=1)
 
 _INT_RANGES = {SchemaType.INT8: 1 << 7, SchemaType.INT16: 1 << 15, SchemaType.INT32: 1 << 31,
                SchemaType.INT64: 1 << 63}
@@ -246,21 +248,21 @@ class ConnectHeaders:
             raise DataException(f"The value {value!r} is not a finite Decimal")
         exponent = value.as_tuple().exponent
         assert isinstance(exponent, int)  # finite
-        schema = Schema(SchemaType.BYTES, name=_DECIMAL, version=1,
+        schema = Schema(SchemaType.BYTES, name=DECIMAL_NAME, version=1,
                         parameters={"scale": str(-exponent)})
         return self._add_unchecked(key, value, schema)
 
     def add_date(self, key: str, value: dt.date | None) -> ConnectHeaders:
         """A Date header (a ``datetime.date``: days since the epoch)."""
-        return self._add_logical(key, value, _DATE_SCHEMA)
+        return self._add_logical(key, value, DATE_SCHEMA)
 
     def add_time(self, key: str, value: dt.time | None) -> ConnectHeaders:
         """A Time header (a ``datetime.time``: milliseconds of the day)."""
-        return self._add_logical(key, value, _TIME_SCHEMA)
+        return self._add_logical(key, value, TIME_SCHEMA)
 
     def add_timestamp(self, key: str, value: dt.datetime | None) -> ConnectHeaders:
         """A Timestamp header (a ``datetime.datetime``, naive ones taken as UTC)."""
-        return self._add_logical(key, value, _TIMESTAMP_SCHEMA)
+        return self._add_logical(key, value, TIMESTAMP_SCHEMA)
 
     def _add_logical(self, key: str, value: Any, schema: Schema) -> ConnectHeaders:
         # As Kafka's addDate/addTime/addTimestamp: a null value keeps the logical schema.
@@ -369,17 +371,17 @@ def _fits(schema: Schema, value: Any) -> bool:
     name = schema.name
     if kind is SchemaType.BYTES:
         return isinstance(value, bytes | bytearray | memoryview) or (
-            name == _DECIMAL and isinstance(value, decimal.Decimal))
+            name == DECIMAL_NAME and isinstance(value, decimal.Decimal))
     if kind is SchemaType.STRING:
         return isinstance(value, str)
     if kind is SchemaType.BOOLEAN:
         return isinstance(value, bool)
     if kind in _INT_RANGES:
-        if name == _DATE and isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        if name == DATE_NAME and isinstance(value, dt.date) and not isinstance(value, dt.datetime):
             return True
-        if name == _TIME and isinstance(value, dt.time):
+        if name == TIME_NAME and isinstance(value, dt.time):
             return True
-        if name == _TIMESTAMP and isinstance(value, dt.datetime):
+        if name == TIMESTAMP_NAME and isinstance(value, dt.datetime):
             return True
         if isinstance(value, bool) or not isinstance(value, int):
             return False

@@ -22,6 +22,8 @@ TIME_NAME = "org.apache.kafka.connect.data.Time"
 TIMESTAMP_NAME = "org.apache.kafka.connect.data.Timestamp"
 SCALE_PARAMETER = "scale"
 
+DATE_SCHEMA = Schema(SchemaType.INT32, name=DATE_NAME, version=1)
+TIME_SCHEMA = Schema(SchemaType.INT32, name=TIME_NAME, version=1)
 TIMESTAMP_SCHEMA = Schema(SchemaType.INT64, name=TIMESTAMP_NAME, version=1)
 OPTIONAL_TIMESTAMP_SCHEMA = Schema(SchemaType.INT64, optional=True, name=TIMESTAMP_NAME,
                                    version=1)
@@ -57,8 +59,9 @@ def _scale(schema: Schema) -> int:
         raise DataException("Invalid Decimal schema: scale parameter not found.") from None
 
 
-def logical_to_json(schema: Schema, value: Any) -> Any:
-    """Date/Time/Timestamp values to their int form (ints pass through unchanged)."""
+def from_logical(schema: Schema, value: Any) -> Any:
+    """A Date/Time/Timestamp value as its int form, as Kafka's ``fromLogical`` (ints pass
+    through unchanged)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     name = schema.name
@@ -76,7 +79,8 @@ def logical_to_json(schema: Schema, value: Any) -> Any:
     raise DataException(f"Invalid type for {kind}: {type(value).__name__}")
 
 
-def logical_from_json(schema: Schema, value: Any) -> Any:
+def to_logical(schema: Schema, value: Any) -> Any:
+    """A Date/Time/Timestamp's int form as its Python value, as Kafka's ``toLogical``."""
     if not isinstance(value, int) or isinstance(value, bool):
         kind = schema.name.rsplit(".", 1)[-1] if schema.name else "logical type"
         raise DataException(f"Invalid type for {kind}, underlying representation should be "

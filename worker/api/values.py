@@ -34,21 +34,18 @@ from worker.api.data import (
     STRING_SCHEMA,
 )
 from worker.api.logical import (
-    DATE_NAME,
+    DATE_SCHEMA,
     DECIMAL_NAME,
     SCALE_PARAMETER,
-    TIME_NAME,
+    TIME_SCHEMA,
     TIMESTAMP_NAME,
-    logical_from_json,
+    TIMESTAMP_SCHEMA,
+    to_logical,
 )
 from worker.api.values_format import TEMPORAL_NAMES, convert_to_string
 from worker.util.java_numbers import to_float32
 
 __all__ = ["convert_to_string", "parse_string"]
-
-DATE_SCHEMA = Schema(SchemaType.INT32, name=DATE_NAME, version=1)
-TIME_SCHEMA = Schema(SchemaType.INT32, name=TIME_NAME, version=1)
-TIMESTAMP_SCHEMA = Schema(SchemaType.INT64, name=TIMESTAMP_NAME, version=1)
 
 _TRUE = SchemaAndValue(BOOLEAN_SCHEMA, True)
 _FALSE = SchemaAndValue(BOOLEAN_SCHEMA, False)
@@ -340,7 +337,7 @@ def _convert_to(schema: Schema, value: Any) -> Any:
         return to_float32(float(value)) if schema.type is SchemaType.FLOAT32 else float(value)
     if schema.name in TEMPORAL_NAMES:
         if isinstance(value, int) and not isinstance(value, bool):
-            return logical_from_json(schema, value)
+            return to_logical(schema, value)
         if schema.name == TIMESTAMP_NAME and isinstance(value, dt.date) \
                 and not isinstance(value, dt.datetime):
             return dt.datetime.combine(value, dt.time(), dt.UTC)
@@ -391,7 +388,7 @@ def _parse_temporal(token: str) -> SchemaAndValue | None:
     try:
         if len(token) == _TIME_LENGTH and (match := _TIME.fullmatch(token)):
             millis = _millis_of_day(*match.groups())
-            return SchemaAndValue(TIME_SCHEMA, logical_from_json(TIME_SCHEMA, millis))
+            return SchemaAndValue(TIME_SCHEMA, to_logical(TIME_SCHEMA, millis))
         if len(token) == _TIMESTAMP_LENGTH and (match := _TIMESTAMP.fullmatch(token)):
             year, month, day, *time = match.groups()
             instant = dt.datetime.combine(_lenient_date(year, month, day), dt.time(),

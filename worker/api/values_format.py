@@ -20,7 +20,7 @@ from worker.api.logical import (
     DATE_NAME,
     TIME_NAME,
     TIMESTAMP_NAME,
-    logical_from_json,
+    to_logical,
 )
 from worker.util.java_numbers import double_to_string
 
@@ -56,7 +56,7 @@ def _append(out: list[str], schema: Schema | None, value: Any, embedded: bool) -
         out.append(f'"{_escape(value)}"' if embedded else value)
     elif isinstance(value, int):
         if schema is not None and schema.name in TEMPORAL_NAMES:
-            _append_temporal(out, logical_from_json(schema, value))
+            _append_temporal(out, to_logical(schema, value))
         elif schema is not None and schema.type in _FLOATS:  # Java would hold a 1.0 here
             out.append(double_to_string(float(value), schema.type is SchemaType.FLOAT32))
         else:

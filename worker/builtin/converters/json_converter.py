@@ -35,8 +35,8 @@ from worker.api.logical import (
     TIME_BASED,
     decimal_from_bytes,
     decimal_to_bytes,
-    logical_from_json,
-    logical_to_json,
+    from_logical,
+    to_logical,
 )
 from worker.builtin.converters.json_schema import (
     b64decode,
@@ -221,7 +221,7 @@ class JsonConverter(Converter):
             if schema.name == DECIMAL_NAME:
                 return self._decimal_to_json(schema, value)
             if schema.name in TIME_BASED:
-                return logical_to_json(schema, value)
+                return from_logical(schema, value)
         type_ = schema.type
         kind = type(value)
         if type_ is SchemaType.STRING:
@@ -337,7 +337,7 @@ class JsonConverter(Converter):
             if schema.name == DECIMAL_NAME:
                 return self._decimal_to_connect(schema, node)
             if schema.name in TIME_BASED:
-                return logical_from_json(schema, node)
+                return to_logical(schema, node)
         type_ = schema.type
         kind = type(node)
         if type_ in _INT_TYPES:

@@ -35,7 +35,7 @@ from worker.api.logical import (
     DATE_NAME,
     DECIMAL_NAME,
     TIME_BASED,
-    logical_to_json,
+    from_logical,
 )
 from worker.api.transforms import R
 from worker.builtin.transforms._field_path import (
@@ -197,7 +197,7 @@ _CASTS: dict[SchemaType, Callable[[Any], Any]] = {
 
 def _to_string(schema: Schema | None, source: SchemaType, value: Any) -> str:
     if schema is not None and schema.name in TIME_BASED:
-        encoded = logical_to_json(schema, value)
+        encoded = from_logical(schema, value)
         millis = encoded * _MS_PER_DAY if schema.name == DATE_NAME else encoded
         if millis < _MS_PER_DAY:
             text_format = _TIME_FORMAT
@@ -231,7 +231,7 @@ def cast_value(schema: Schema | None, value: Any, target: SchemaType) -> Any:
         if target is SchemaType.STRING:
             return _to_string(schema, source, value)
         if schema is not None and schema.name in TIME_BASED:
-            value = logical_to_json(schema, value)  # days or milliseconds
+            value = from_logical(schema, value)  # days or milliseconds
         return _CASTS[target](value)
     except (ValueError, OverflowError):
         raise DataException(f"Value ({value}) was out of range for requested data type"

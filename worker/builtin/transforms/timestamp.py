@@ -36,8 +36,10 @@ from worker.api import (
 from worker.api.config_def import one_of
 from worker.api.logical import (
     DATE_NAME,
+    DATE_SCHEMA,
     OPTIONAL_TIMESTAMP_SCHEMA,
     TIME_NAME,
+    TIME_SCHEMA,
     TIMESTAMP_NAME,
     TIMESTAMP_SCHEMA,
 )
@@ -118,8 +120,7 @@ TIMESTAMP_CONVERTER_CONFIG_DEF = with_field_syntax_version(
 
 _SCHEMAS = {
     STRING: Schema(SchemaType.STRING), UNIX: Schema(SchemaType.INT64),
-    DATE: Schema(SchemaType.INT32, name=DATE_NAME, version=1),
-    TIME: Schema(SchemaType.INT32, name=TIME_NAME, version=1), TIMESTAMP: TIMESTAMP_SCHEMA,
+    DATE: DATE_SCHEMA, TIME: TIME_SCHEMA, TIMESTAMP: TIMESTAMP_SCHEMA,
 }
 _OPTIONAL_SCHEMAS = {
     STRING: Schema(SchemaType.STRING, optional=True),
