@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,23 +22,30 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
-    """The repository modules ``name`` imports; ``from pkg import mod`` counts as ``mod``."""
+def _imported(name: str, path: Path) -> Iterator[tuple[str, list[str]]]:
+    """Each import of module ``name``, absolute: (module, the names taken from it)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names if alias.name in modules)
+            yield from ((alias.name, []) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 base = f"{parent}.{base}" if base else parent
-            subs = [f"{base}.{alias.name}" for alias in node.names]
-            yield from (sub for sub in subs if sub in modules)
-            if base in modules and not all(sub in modules for sub in subs):
-                yield base
+            yield base, [alias.name for alias in node.names]
 
 
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """The repository modules ``name`` imports; ``from pkg import mod`` counts as ``mod``."""
+    for base, names in _imported(name, path):
+        subs = [f"{base}.{taken}" for taken in names]
+        yield from (sub for sub in subs if sub in modules)
+        if base in modules and not all(sub in modules for sub in subs):
+            yield base
+
+
+@cache
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     return {name: set(_imports(name, path, modules)) - {name}
@@ -117,3 +125,18 @@ def test_the_provider_and_the_spark_source_never_import_the_worker() -> None:
     assert offenders == []
     assert not any(target.startswith("airflow_provider") for module, targets in graph.items()
                    if module.startswith("spark_kafka_source") for target in targets)
+
+
+def test_the_worker_layers_do_not_reach_across() -> None:
+    """rest/ calls the herder, never storage, the runtime or Kafka's client; the plugin API
+    imports nothing of the worker but util/ (docs/architecture.md §3)."""
+    offenders = []
+    for name, path in _modules().items():
+        for base, _ in _imported(name, path):
+            if name.startswith("worker.rest") and base.startswith(
+                    ("worker.storage", "worker.runtime", "confluent_kafka")):
+                offenders.append(f"{name} -> {base}")
+            if name.startswith("worker.api") and base.startswith("worker.") \
+                    and not base.startswith(("worker.api", "worker.util")):
+                offenders.append(f"{name} -> {base}")
+    assert offenders == []
