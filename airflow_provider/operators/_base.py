@@ -19,7 +19,7 @@ from airflow_provider.hooks.results import ConnectorStatus
 from airflow_provider.hooks.status_topic import check_status_topic
 from airflow_provider.utils.assets import TopicAssetsMixin
 from airflow_provider.utils.connector_state import Verdict, check_target_state, evaluate_rest_status
-from airflow_provider.utils.deferrable import default_deferrable
+from airflow_provider.utils.deferrable import resolve_deferrable
 from airflow_provider.utils.events import connector_failed
 from airflow_provider.utils.links import ConnectorStatusLink
 
@@ -88,7 +88,7 @@ class KafkaConnectBaseOperator(TopicAssetsMixin, BaseOperator):
         self.connector = connector
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.emit_topic_assets = emit_topic_assets
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = resolve_deferrable(deferrable)
 
     @cached_property
     def hook(self) -> KafkaConnectHook:

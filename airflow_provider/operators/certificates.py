@@ -34,7 +34,7 @@ from airflow_provider.hooks.tls import (
     wait_for_certificates,
 )
 from airflow_provider.triggers.certificates import ServedCertificateTrigger
-from airflow_provider.utils.deferrable import default_deferrable
+from airflow_provider.utils.deferrable import resolve_deferrable
 
 SNAPSHOT_XCOM_KEY = "overrides_snapshot"
 STATE_XCOM_KEY = "rotation_state"
@@ -118,7 +118,7 @@ class KafkaConnectRotateCertificateOperator(BaseOperator):
         self.handshake_timeout = handshake_timeout
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.allow_discovered_workers = allow_discovered_workers
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = resolve_deferrable(deferrable)
 
     @cached_property
     def hook(self) -> KafkaConnectHook:

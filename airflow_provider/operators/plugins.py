@@ -15,7 +15,7 @@ from airflow_provider.exceptions import KafkaConnectError, PluginsNotListedError
 from airflow_provider.hooks import plugin_path as cli
 from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.triggers.plugins import ConnectorPluginsTrigger
-from airflow_provider.utils.deferrable import default_deferrable
+from airflow_provider.utils.deferrable import resolve_deferrable
 from airflow_provider.utils.plugin_manifests import ManifestSync, PluginListing
 
 MODES = ("list", "dry_run", "sync")
@@ -113,7 +113,7 @@ class KafkaConnectSyncPluginManifestsOperator(BaseOperator):
         self.poll_interval = poll_interval
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.allow_discovered_workers = allow_discovered_workers
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = resolve_deferrable(deferrable)
 
     @cached_property
     def hook(self) -> KafkaConnectHook:

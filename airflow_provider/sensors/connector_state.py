@@ -14,7 +14,7 @@ from airflow_provider.hooks.kafka_connect import KafkaConnectHook
 from airflow_provider.triggers.connector_state import ConnectorStateTrigger, status_event
 from airflow_provider.utils.assets import TopicAssetsMixin
 from airflow_provider.utils.connector_state import Verdict, check_target_state, evaluate_rest_status
-from airflow_provider.utils.deferrable import default_deferrable
+from airflow_provider.utils.deferrable import resolve_deferrable
 from airflow_provider.utils.events import ConnectorStateEventMixin, connector_failed
 from airflow_provider.utils.links import ConnectorStatusLink
 
@@ -48,7 +48,7 @@ class KafkaConnectConnectorStateSensor(ConnectorStateEventMixin, TopicAssetsMixi
         self.wait_for_tasks = wait_for_tasks
         self.kafka_connect_conn_id = kafka_connect_conn_id
         self.emit_topic_assets = emit_topic_assets
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = resolve_deferrable(deferrable)
         self._event: dict[str, Any] = {}
 
     @cached_property

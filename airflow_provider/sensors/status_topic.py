@@ -14,7 +14,7 @@ from airflow_provider.hooks.status_topic import StatusTopicReader
 from airflow_provider.triggers.status_topic import StatusTopicTrigger
 from airflow_provider.utils.assets import TopicAssetsMixin
 from airflow_provider.utils.connector_state import Verdict, check_target_state
-from airflow_provider.utils.deferrable import default_deferrable
+from airflow_provider.utils.deferrable import resolve_deferrable
 from airflow_provider.utils.events import ConnectorStateEventMixin, connector_failed
 from airflow_provider.utils.links import ConnectorStatusLink
 from airflow_provider.utils.status_records import event_payload
@@ -59,7 +59,7 @@ class KafkaConnectStatusTopicSensor(ConnectorStateEventMixin, TopicAssetsMixin,
         self.target_state = target_state
         self.wait_for_tasks = wait_for_tasks
         self.expected_tasks = expected_tasks
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = resolve_deferrable(deferrable)
         self._task_count: int | None = None
         self._resolved = False
         #: Kept between pokes of one try (poke mode): each poke reads only what is new.

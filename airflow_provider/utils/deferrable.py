@@ -7,6 +7,9 @@ from __future__ import annotations
 from airflow.sdk import conf
 
 
-def default_deferrable() -> bool:
-    """Airflow's ``[operators] default_deferrable``, as first-party providers read it."""
+def resolve_deferrable(deferrable: bool | None) -> bool:
+    """``deferrable`` as given, or when None Airflow's ``[operators] default_deferrable``,
+    as first-party providers read it."""
+    if deferrable is not None:
+        return deferrable
     return conf.getboolean("operators", "default_deferrable", fallback=False)
